@@ -1,0 +1,1 @@
+//! `sluice alloc` and `sluice bench alloc` (placeholder: being written).

@@ -1,0 +1,1 @@
+//! `sluice rule check` (placeholder: being written).

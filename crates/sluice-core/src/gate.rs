@@ -1,0 +1,187 @@
+//! The admission path of one request: classify, reserve, wait, count.
+//!
+//! The stage's hooks and `sluice bench stage` both go through [`Gate`], so the benchmark
+//! measures the code the hooks run. The gate owns no thread and reads no clock of its
+//! own: the caller passes a [`Clock`], which in the stage is `clock_gettime` and
+//! `clock_nanosleep`.
+
+use std::sync::atomic::Ordering;
+
+use crate::bucket::{LocalCache, reserve};
+use crate::classify::{Channel, Compiled};
+use crate::op::Op;
+use crate::path::PlaceIdx;
+use crate::segment::{MAX_RULES, Segment, Shard};
+
+/// How long a thread held by a zero rate sleeps before it looks at the rate again.
+pub const HOLD_POLL_NS: u64 = 10_000_000;
+
+/// Time as the gate needs it: a monotonic clock shared by every process on the node.
+pub trait Clock {
+    /// Nanoseconds on the shared monotonic clock.
+    fn now_ns(&self) -> u64;
+    /// The same clock read cheaply: never ahead of [`Clock::now_ns`], behind it by at
+    /// most [`Clock::coarse_resolution_ns`] (CLOCK_MONOTONIC_COARSE).
+    fn coarse_ns(&self) -> u64;
+    /// How far [`Clock::coarse_ns`] may lag.
+    fn coarse_resolution_ns(&self) -> u64;
+    /// Sleeps until the clock reads at least `deadline`, through signals.
+    fn sleep_until(&self, deadline: u64);
+}
+
+/// What one thread keeps between calls: its counter shard and its token batches.
+#[derive(Clone, Debug)]
+pub struct ThreadState {
+    shard: usize,
+    caches: [LocalCache; MAX_RULES],
+}
+
+impl ThreadState {
+    /// A thread that has not counted anything yet; it picks its shard at its first call.
+    pub const fn new() -> Self {
+        ThreadState {
+            shard: usize::MAX,
+            caches: [LocalCache::new(); MAX_RULES],
+        }
+    }
+
+    #[inline]
+    fn shard<'s>(&mut self, segment: &'s Segment) -> &'s Shard {
+        if self.shard == usize::MAX {
+            self.shard = segment.next_shard();
+        }
+        segment.shard(self.shard)
+    }
+}
+
+impl Default for ThreadState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How many bytes a call will move, as far as is known before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// Known beforehand (the count passed to `read`, 0 for metadata calls).
+    Known(u64),
+    /// Known only from the result (`getline`, `fgets`): charged after the call.
+    AfterCall,
+}
+
+/// A request that was admitted and must be counted once the real call returns.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a ticket counts the call when finished"]
+pub struct Ticket {
+    op: Op,
+    channel: Option<Channel>,
+    waited_ns: u64,
+}
+
+/// The admission path over one segment and one process's compiled rules.
+#[derive(Clone, Copy)]
+pub struct Gate<'a> {
+    /// The job's segment.
+    pub segment: &'a Segment,
+    /// This process's rules.
+    pub compiled: &'a Compiled,
+}
+
+impl Gate<'_> {
+    /// Counts a call on an unmanaged target in counter shard `shard` (any number: callers
+    /// spread their counts, by CPU for instance, so that they rarely share a line).
+    #[inline]
+    pub fn unmanaged(&self, shard: usize) {
+        self.segment
+            .shard(shard)
+            .unmanaged
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Admits `op` on a managed target in `place`: finds its rule, reserves its cost and
+    /// sleeps until the reservation is due.
+    #[inline]
+    pub fn admit(
+        &self,
+        ts: &mut ThreadState,
+        clock: &impl Clock,
+        op: Op,
+        place: PlaceIdx,
+        size: Size,
+    ) -> Ticket {
+        let known = match size {
+            Size::Known(n) => n,
+            Size::AfterCall => 0,
+        };
+        let channel = self.compiled.channel(op, place, known);
+        let waited_ns = match channel {
+            Some(ch) => self.wait_for(ts, clock, ch),
+            None => 0,
+        };
+        Ticket {
+            op,
+            channel,
+            waited_ns,
+        }
+    }
+
+    fn wait_for(&self, ts: &mut ThreadState, clock: &impl Clock, ch: Channel) -> u64 {
+        let rule = ch.rule as usize;
+        let bucket = self.segment.bucket(rule);
+        let generation = bucket.generation();
+        if ts.caches[rule].take(generation, clock.coarse_ns(), ch.cost) {
+            return 0;
+        }
+        let arrived = clock.now_ns();
+        let mut now = arrived;
+        let res = clock.coarse_resolution_ns();
+        loop {
+            let cache = &mut ts.caches[rule];
+            let admit_at = cache.refill(
+                bucket,
+                bucket.limit(),
+                bucket.generation(),
+                now,
+                ch.cost,
+                res,
+            );
+            if admit_at.is_some_and(|at| at <= now) {
+                return now - arrived;
+            }
+            let waiting = &ts.shard(self.segment).rules[rule].waiting;
+            waiting.fetch_add(1, Ordering::Relaxed);
+            clock.sleep_until(admit_at.unwrap_or(now + HOLD_POLL_NS));
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            now = clock.now_ns();
+            if let Some(at) = admit_at {
+                return now.max(at) - arrived;
+            }
+        }
+    }
+
+    /// Counts an admitted call once the real call returned, having moved `moved` bytes.
+    /// Bytes moved beyond what was charged before the call are reserved now; that debt
+    /// delays the next caller, so a bytes rule holds for calls of unknown size too.
+    #[inline]
+    pub fn finish(&self, ts: &mut ThreadState, clock: &impl Clock, ticket: Ticket, moved: u64) {
+        let shard = ts.shard(self.segment);
+        let c = &shard.ops[ticket.op.index()];
+        c.calls.fetch_add(1, Ordering::Relaxed);
+        if moved > 0 {
+            c.bytes.fetch_add(moved, Ordering::Relaxed);
+        }
+        let Some(ch) = ticket.channel else { return };
+        let r = &shard.rules[ch.rule as usize];
+        r.admitted.fetch_add(1, Ordering::Relaxed);
+        if ticket.waited_ns > 0 {
+            r.wait_ns.fetch_add(ticket.waited_ns, Ordering::Relaxed);
+        }
+        if ch.bytes {
+            r.bytes.fetch_add(ch.cost.max(moved), Ordering::Relaxed);
+            if moved > ch.cost {
+                let bucket = self.segment.bucket(ch.rule as usize);
+                let _ = reserve(bucket, bucket.limit(), clock.now_ns(), moved - ch.cost);
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! # sluice-core
+//!
+//! The vocabulary every part of sluice shares, with no I/O and no threads:
+//!
+//! - [`op`]: operations (`getattr`, `open`, `read`…) and their classes;
+//! - [`rule`]: the rule language (parse, print, match) and rate units;
+//! - [`bucket`]: the GCRA bucket on one atomic word, and per-thread batches;
+//! - [`segment`]: the layout of the shared-memory segment a job's processes map;
+//! - [`path`]: lexical path resolution and the table of managed places;
+//! - [`classify`]: rules compiled per process into a per-operation table;
+//! - [`gate`]: the admission path of one request (classify, reserve, wait, count);
+//! - [`config`]: the stage configuration as it travels in a segment;
+//! - [`stats`]: counters summed into the report `sluice run --stats` writes.
+//!
+//! Everything that crosses a room boundary (stage, policy, control, workload) lives here,
+//! so that the stage, which may depend on nothing else, speaks the same language as the
+//! daemons and the command line. Time is always passed in, so every piece is tested with
+//! a hand-driven clock.
+//!
+//! ```
+//! use sluice_core::rule::parse_rule;
+//! let rule = parse_rule("md: op=getattr,open rate=5k/s").unwrap();
+//! assert_eq!(rule.to_string(), "md: op=getattr,open rate=5k/s");
+//! ```
+
+pub mod bucket;
+pub mod classify;
+pub mod config;
+pub mod gate;
+pub mod op;
+pub mod path;
+pub mod rule;
+pub mod segment;
+pub mod stats;

@@ -1,0 +1,416 @@
+//! Lexical path resolution and the table of managed places.
+//!
+//! The stage must decide, for every path a program passes, whether it lies on a managed
+//! file system, without allocating and without a system call. Paths are joined to their
+//! base (the current directory or a directory descriptor's path) and normalised
+//! lexically into a caller's stack buffer: `.` and empty components vanish, `..` removes
+//! the previous component. Symbolic links are not followed (documented limitation): a
+//! link from an unmanaged place into a managed one is judged by where it stands.
+
+/// Longest path the stage resolves; longer paths are judged unmanaged-safe by their base.
+pub const PATH_MAX: usize = 4096;
+
+/// Which entry of a [`MountTable`] a path falls under.
+pub type PlaceIdx = u8;
+
+/// Most entries a table holds (places are indexed by a byte; masks are 64 bits).
+pub const MAX_PLACES: usize = 64;
+
+/// One prefix of the table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Normalised absolute path (`/` for the root).
+    pub path: String,
+    /// Whether calls on paths under it are managed.
+    pub managed: bool,
+}
+
+/// Errors building a [`MountTable`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceError {
+    /// A managed place that is not an absolute path.
+    #[error("'{0}' is not an absolute path")]
+    NotAbsolute(String),
+    /// More places than the stage can index.
+    #[error("too many managed places (at most {MAX_PLACES})")]
+    TooMany,
+}
+
+/// Prefixes and whether each is managed; a path belongs to its longest matching prefix.
+///
+/// Entry 0 is always `/`. With no managed mount named, `/` is managed and `/proc`, `/sys`,
+/// `/dev` and `/run` are not; with mounts named, `/` is not and each mount is. Places that
+/// rules name (`mount=`) are added as entries that inherit the status of their parent, so
+/// that a rule's mount condition is a bit mask over entries, computed once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountTable {
+    places: Vec<Place>,
+    /// The first letters of every place but the root, as a 256-bit set: a path whose first
+    /// letter is in none of them can only fall under the root.
+    first_letters: [u64; 4],
+}
+
+/// The places never managed when no mount is named: kernel and runtime pseudo file systems.
+pub const PSEUDO: [&str; 4] = ["/proc", "/sys", "/dev", "/run"];
+
+impl MountTable {
+    /// Builds the table from the managed mounts (`None`: manage everything but
+    /// [`PSEUDO`]) and the extra places that rules name.
+    pub fn new(managed: Option<&[String]>, rule_places: &[String]) -> Result<Self, PlaceError> {
+        let everything = managed.is_none();
+        let mut table = MountTable {
+            places: vec![Place {
+                path: "/".into(),
+                managed: everything,
+            }],
+            first_letters: [0; 4],
+        };
+        if everything {
+            for p in PSEUDO {
+                table.insert(p, false)?;
+            }
+        }
+        for m in managed.unwrap_or_default() {
+            table.insert(m, true)?;
+        }
+        for r in rule_places {
+            let norm = normalize_owned(r)?;
+            if !table.places.iter().any(|p| p.path == norm) {
+                let inherited = table.places[table.lookup(norm.as_bytes()) as usize].managed;
+                table.insert(&norm, inherited)?;
+            }
+        }
+        Ok(table)
+    }
+
+    fn insert(&mut self, path: &str, managed: bool) -> Result<(), PlaceError> {
+        let norm = normalize_owned(path)?;
+        if let Some(p) = self.places.iter_mut().find(|p| p.path == norm) {
+            p.managed = managed;
+            return Ok(());
+        }
+        if self.places.len() == MAX_PLACES {
+            return Err(PlaceError::TooMany);
+        }
+        if let Some(&c) = norm.as_bytes().get(1) {
+            self.first_letters[c as usize / 64] |= 1 << (c % 64);
+        }
+        self.places.push(Place {
+            path: norm,
+            managed,
+        });
+        Ok(())
+    }
+
+    /// The entries, in index order.
+    pub fn places(&self) -> &[Place] {
+        &self.places
+    }
+
+    /// Whether entry `idx` is managed.
+    #[inline]
+    pub fn is_managed(&self, idx: PlaceIdx) -> bool {
+        self.places.get(idx as usize).is_some_and(|p| p.managed)
+    }
+
+    /// Whether no place but the root starts with letter `c` (a path's byte after its
+    /// leading slash): such a path can only fall under the root, unless a `.` or `..`
+    /// component leads it elsewhere, which the caller checks.
+    #[inline]
+    pub fn no_place_starts_with(&self, c: u8) -> bool {
+        c != b'/' && c != b'.' && self.first_letters[c as usize / 64] & (1 << (c % 64)) == 0
+    }
+
+    /// The entry a normalised absolute path falls under (the longest prefix that ends at a
+    /// component boundary).
+    #[inline]
+    pub fn lookup(&self, path: &[u8]) -> PlaceIdx {
+        let mut best = 0usize;
+        let mut best_len = 1usize;
+        let first = path.get(1).copied();
+        for i in 1..self.places.len() {
+            let pre = self.places[i].path.as_bytes();
+            // Most places differ from the path in their first letter: skip them cheaply.
+            if pre.len() > best_len && pre.get(1).copied() == first && is_under(path, pre) {
+                best = i;
+                best_len = pre.len();
+            }
+        }
+        best as PlaceIdx
+    }
+
+    /// Whether some entry other than `idx`'s own lies strictly below `dir`: then a relative
+    /// path from `dir` can cross into another entry and must be resolved in full.
+    pub fn has_places_below(&self, dir: &[u8]) -> bool {
+        self.places
+            .iter()
+            .skip(1)
+            .any(|p| p.path.len() > dir.len() && is_under(p.path.as_bytes(), dir))
+    }
+
+    /// The mask of entries equal to or below the place `path` (for `mount=` conditions).
+    pub fn mask_under(&self, path: &str) -> u64 {
+        let Ok(norm) = normalize_owned(path) else {
+            return 0;
+        };
+        self.places
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| is_under(p.path.as_bytes(), norm.as_bytes()))
+            .fold(0, |m, (i, _)| m | 1 << i)
+    }
+}
+
+/// Whether `path` equals `prefix` or lies below it.
+#[inline]
+fn is_under(path: &[u8], prefix: &[u8]) -> bool {
+    if prefix == b"/" {
+        return true;
+    }
+    path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+}
+
+fn normalize_owned(path: &str) -> Result<String, PlaceError> {
+    if !path.starts_with('/') {
+        return Err(PlaceError::NotAbsolute(path.to_owned()));
+    }
+    let mut buf = [0u8; PATH_MAX];
+    let n = resolve_into(&mut buf, b"/", path.as_bytes())
+        .ok_or(PlaceError::NotAbsolute(path.to_owned()))?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// Joins `rel` to the absolute `base` (ignored when `rel` is absolute) and normalises the
+/// result lexically into `buf`. Returns its length, or `None` when it does not fit.
+#[inline]
+pub fn resolve_into(buf: &mut [u8; PATH_MAX], base: &[u8], rel: &[u8]) -> Option<usize> {
+    let mut len = 0usize;
+    let mut push = |buf: &mut [u8; PATH_MAX], comp: &[u8]| -> Option<()> {
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                if let Some(pos) = buf[..len].iter().rposition(|&c| c == b'/') {
+                    len = pos;
+                }
+            }
+            _ => {
+                if len + 1 + comp.len() > PATH_MAX {
+                    return None;
+                }
+                buf[len] = b'/';
+                buf[len + 1..len + 1 + comp.len()].copy_from_slice(comp);
+                len += 1 + comp.len();
+            }
+        }
+        Some(())
+    };
+    if rel.first() != Some(&b'/') {
+        for comp in base.split(|&b| b == b'/') {
+            push(buf, comp)?;
+        }
+    }
+    for comp in rel.split(|&b| b == b'/') {
+        push(buf, comp)?;
+    }
+    if len == 0 {
+        buf[0] = b'/';
+        return Some(1);
+    }
+    Some(len)
+}
+
+/// Whether an absolute path is already in normal form (no `.`, `..` or empty component,
+/// no trailing slash), so that the stage can match it without copying. Components that
+/// merely start with a dot (`.bashrc`) are judged not normal too: they take the slower,
+/// exact path.
+#[inline]
+pub fn is_normal(path: &[u8]) -> bool {
+    match path {
+        [b'/'] => true,
+        [b'/', .., last] => {
+            let (dot, slash) = slash_pairs(path);
+            *last != b'/' && !dot && !slash
+        }
+        _ => false,
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// 0x80 in every byte of `w` equal to `b`, 0 elsewhere (exact: no borrow between bytes).
+#[inline(always)]
+fn byte_mask(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * b as u64);
+    !(((x & !HIGH) + !HIGH) | x | !HIGH)
+}
+
+/// Whether `path` holds a slash followed by a dot, and a slash followed by a slash.
+/// Eight bytes at a time: these checks run on every path a program passes. A path whose
+/// length is not a multiple of eight ends with a word that overlaps the one before it,
+/// which only looks at some bytes twice.
+#[inline]
+fn slash_pairs(path: &[u8]) -> (bool, bool) {
+    let word = |i: usize| {
+        let c = &path[i..i + 8];
+        u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+    };
+    let n = path.len();
+    if n < 8 {
+        let w = path.iter().rev().fold(0u64, |w, &c| w << 8 | c as u64);
+        return pairs_in(w, 0);
+    }
+    let (mut dot, mut slash) = (false, false);
+    let mut i = 0;
+    while i < n {
+        let at = i.min(n - 8);
+        let carry = if at > 0 && path[at - 1] == b'/' {
+            0x80
+        } else {
+            0
+        };
+        let (d, s) = pairs_in(word(at), carry);
+        dot |= d;
+        slash |= s;
+        i += 8;
+    }
+    (dot, slash)
+}
+
+/// The pairs in one word; `carry` is 0x80 when the byte before the word is a slash.
+#[inline(always)]
+fn pairs_in(w: u64, carry: u64) -> (bool, bool) {
+    let s = byte_mask(w, b'/');
+    let after_slash = (s << 8) | carry;
+    (after_slash & byte_mask(w, b'.') != 0, after_slash & s != 0)
+}
+
+/// The mount points in `/proc/self/mountinfo` text whose file-system type is one of
+/// `types` (`fuse.*` style wildcards allowed: a trailing `*` matches any suffix).
+pub fn mounts_of_types(mountinfo: &str, types: &[String]) -> Vec<String> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let point = left.split(' ').nth(4)?;
+            let fstype = right.split(' ').next()?;
+            types
+                .iter()
+                .any(|t| match t.strip_suffix('*') {
+                    Some(pre) => fstype.starts_with(pre),
+                    None => fstype == t,
+                })
+                .then(|| unescape_octal(point))
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(base: &str, rel: &str) -> String {
+        let mut buf = [0u8; PATH_MAX];
+        let n = resolve_into(&mut buf, base.as_bytes(), rel.as_bytes()).unwrap();
+        String::from_utf8(buf[..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn lexical_normalisation() {
+        assert_eq!(resolve("/a/b", "c"), "/a/b/c");
+        assert_eq!(resolve("/a/b", "../c"), "/a/c");
+        assert_eq!(resolve("/a/b", "../../../c"), "/c");
+        assert_eq!(resolve("/a", "/x//y/./z/"), "/x/y/z");
+        assert_eq!(resolve("/", ".."), "/");
+        assert_eq!(resolve("/a/b", ""), "/a/b");
+        assert_eq!(resolve("/a/b", "./.."), "/a");
+    }
+
+    #[test]
+    fn normal_form_detection() {
+        assert!(is_normal(b"/scratch/x"));
+        assert!(is_normal(b"/"));
+        assert!(!is_normal(b"/a/.hidden"));
+        assert!(is_normal(b"/a/x../y.z/very-long-component-name/and/more/x"));
+        assert!(!is_normal(b"/a/very-long-component-name/and/more//x"));
+        assert!(!is_normal(b"/1234567/.x"));
+        assert!(!is_normal(b"/1234567//x"));
+        assert!(!is_normal(b"/a/."));
+        assert!(!is_normal(b"/a/.."));
+        assert!(!is_normal(b"/a/../b"));
+        assert!(!is_normal(b"//"));
+        assert!(!is_normal(b""));
+        assert!(!is_normal(b"/scratch//x"));
+        assert!(!is_normal(b"/scratch/./x"));
+        assert!(!is_normal(b"/scratch/x/"));
+        assert!(!is_normal(b"x"));
+    }
+
+    #[test]
+    fn default_table_manages_all_but_pseudo_file_systems() {
+        let t = MountTable::new(None, &[]).unwrap();
+        assert!(t.is_managed(t.lookup(b"/scratch/x")));
+        assert!(!t.is_managed(t.lookup(b"/proc/self/fd")));
+        assert!(!t.is_managed(t.lookup(b"/dev")));
+        assert!(t.is_managed(t.lookup(b"/device")));
+    }
+
+    #[test]
+    fn first_letters_of_places() {
+        let t = MountTable::new(Some(&["/scratch".into()]), &[]).unwrap();
+        assert!(t.no_place_starts_with(b'u'));
+        assert!(!t.no_place_starts_with(b's'));
+        assert!(!t.no_place_starts_with(b'/'));
+        assert!(!t.no_place_starts_with(b'.'));
+    }
+
+    #[test]
+    fn named_mounts_and_rule_places() {
+        let t = MountTable::new(
+            Some(&["/scratch".into()]),
+            &["/scratch/proj".into(), "/home".into()],
+        )
+        .unwrap();
+        assert!(!t.is_managed(t.lookup(b"/tmp/x")));
+        assert!(t.is_managed(t.lookup(b"/scratch/x")));
+        let proj = t.lookup(b"/scratch/proj/y");
+        assert!(t.is_managed(proj));
+        assert!(!t.is_managed(t.lookup(b"/home/u")));
+        let m = t.mask_under("/scratch");
+        assert_ne!(m & 1 << proj, 0);
+        assert!(t.has_places_below(b"/"));
+        assert!(!t.has_places_below(b"/scratch/proj"));
+    }
+
+    #[test]
+    fn mountinfo_types() {
+        let mi = "36 35 98:0 / /mnt/lustre rw - lustre 10.0.0.1@tcp:/fs rw\n\
+                  37 35 98:0 / /mnt/with\\040space rw - fuse.sshfs x rw\n\
+                  38 35 98:0 / /tmp rw - tmpfs tmpfs rw\n";
+        assert_eq!(mounts_of_types(mi, &["lustre".into()]), vec!["/mnt/lustre"]);
+        assert_eq!(
+            mounts_of_types(mi, &["fuse.*".into()]),
+            vec!["/mnt/with space"]
+        );
+    }
+}

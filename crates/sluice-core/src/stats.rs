@@ -1,0 +1,89 @@
+//! The report of what a job did: per operation and per rule, summed over every process.
+//!
+//! This is the JSON `sluice run --stats FILE` writes:
+//! `{"job":…, "ops":{"open":{"calls":…,"bytes":…},…}, "rules":[{"rule":…,"admitted":…,
+//! "bytes":…,"wait_ns":…}], "unmanaged":…}`. Operations appear in the order of
+//! [`Op::ALL`], every one of them, so that a script can index the report without checks.
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use crate::op::Op;
+use crate::rule::Rule;
+use crate::segment::{OpTotal, Totals};
+
+/// Counters of one operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OpStats {
+    /// Calls on managed targets.
+    pub calls: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// Counters of one rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RuleStats {
+    /// The rule in normal form.
+    pub rule: String,
+    /// Calls admitted.
+    pub admitted: u64,
+    /// Bytes charged (bytes rules).
+    pub bytes: u64,
+    /// Nanoseconds callers waited.
+    pub wait_ns: u64,
+}
+
+/// Per-operation counters, serialised as a map in table order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpsStats(pub [OpStats; Op::COUNT]);
+
+impl Serialize for OpsStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(Op::COUNT))?;
+        for (op, st) in Op::ALL.iter().zip(&self.0) {
+            m.serialize_entry(op.name(), st)?;
+        }
+        m.end()
+    }
+}
+
+/// What a job did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Job identifier.
+    pub job: String,
+    /// Per operation.
+    pub ops: OpsStats,
+    /// Per rule, in rule order.
+    pub rules: Vec<RuleStats>,
+    /// Calls on targets outside the managed places.
+    pub unmanaged: u64,
+}
+
+impl Stats {
+    /// Builds the report from a segment's totals and its rules.
+    pub fn new(job: &str, rules: &[Rule], totals: &Totals) -> Self {
+        let ops = OpsStats(
+            totals
+                .ops
+                .map(|OpTotal { calls, bytes }| OpStats { calls, bytes }),
+        );
+        let rules = rules
+            .iter()
+            .zip(&totals.rules)
+            .map(|(r, t)| RuleStats {
+                rule: r.to_string(),
+                admitted: t.admitted,
+                bytes: t.bytes,
+                wait_ns: t.wait_ns,
+            })
+            .collect();
+        Stats {
+            job: job.to_owned(),
+            ops,
+            rules,
+            unmanaged: totals.unmanaged,
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! # sluice-policy
+//!
+//! Control algorithms (placeholder: being written).

@@ -1,0 +1,3 @@
+//! # sluice-workload
+//!
+//! Load generators and measurement (placeholder: being written).
