@@ -1,0 +1,133 @@
+//! What a call does to the descriptors and the current directory the stage tracks.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use sluice_core::path::{PATH_MAX, resolve_into};
+
+use super::Ret;
+use super::slots;
+use crate::cwd;
+use crate::fdtable::{self, Entry};
+use crate::state::State;
+use crate::target::{entry_of_path, fd_path, stream_fd};
+
+/// A call's effect on the stage's tables.
+#[derive(Clone, Copy, Debug)]
+pub enum Effect {
+    /// None.
+    None,
+    /// The result is a new descriptor for the target.
+    OpenFd,
+    /// The result is a new `FILE*` for the target.
+    OpenFile,
+    /// The result is a new `DIR*` for the target.
+    OpenDir,
+    /// `freopen`: this stream's descriptor is closed, the result is the target.
+    Reopen(*mut c_void),
+    /// This descriptor is being closed.
+    Close(c_int),
+    /// This stream's descriptor is being closed.
+    CloseFile(*mut c_void),
+    /// This directory stream's descriptor is being closed.
+    CloseDir(*mut c_void),
+    /// Descriptors `first..=last` are being closed.
+    CloseRange(c_uint, c_uint),
+    /// The result is a copy of this descriptor.
+    Dup(c_int),
+    /// The current directory becomes this path.
+    Chdir(*const c_char),
+    /// The current directory becomes this descriptor's directory.
+    Fchdir(c_int),
+}
+
+/// `fcntl` duplicates only for these commands.
+#[cfg_attr(test, allow(dead_code))]
+pub fn fcntl_effect(fd: c_int, cmd: c_int) -> Effect {
+    match cmd {
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => Effect::Dup(fd),
+        _ => Effect::None,
+    }
+}
+
+/// `mode` is there only when `flags` create a file; otherwise it is whatever the register
+/// held, and must not be read.
+#[cfg_attr(test, allow(dead_code))]
+pub fn open_mode(flags: c_int, mode: c_uint) -> c_uint {
+    if flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        mode
+    } else {
+        0
+    }
+}
+
+impl Effect {
+    /// Whether the target's entry is remembered (so it must say what lies below it).
+    #[inline]
+    pub fn remembers(self) -> bool {
+        matches!(
+            self,
+            Effect::OpenFd | Effect::OpenFile | Effect::OpenDir | Effect::Reopen(_)
+        )
+    }
+
+    /// Before the real call: forget what is being closed, so that a descriptor number
+    /// another thread reuses at once is not wiped after it was recorded.
+    #[inline(always)]
+    pub fn before(self) {
+        match self {
+            Effect::Close(fd) => fdtable::clear(fd),
+            Effect::CloseFile(f) | Effect::Reopen(f) => {
+                if let Some(fd) = stream_fd(&slots::fileno, f) {
+                    fdtable::clear(fd)
+                }
+            }
+            Effect::CloseDir(d) => {
+                if let Some(fd) = stream_fd(&slots::dirfd, d) {
+                    fdtable::clear(fd)
+                }
+            }
+            Effect::CloseRange(first, last) => fdtable::clear_range(first, last),
+            _ => {}
+        }
+    }
+
+    /// After the real call: record what it opened, duplicated or moved to.
+    #[inline(always)]
+    pub fn after<R: Ret>(self, st: &State, ret: R, entry: Option<Entry>) {
+        let record = |fd: Option<c_int>| {
+            if let Some(fd) = fd {
+                match entry {
+                    Some(e) => fdtable::set(fd, e),
+                    None => fdtable::clear(fd),
+                }
+            }
+        };
+        match self {
+            Effect::OpenFd => record(ret.as_fd()),
+            Effect::OpenFile | Effect::Reopen(_) => record(stream_fd(&slots::fileno, ret.as_ptr())),
+            Effect::OpenDir => record(stream_fd(&slots::dirfd, ret.as_ptr())),
+            Effect::Dup(from) => {
+                if let Some(to) = ret.as_fd() {
+                    fdtable::copy(from, to)
+                }
+            }
+            Effect::Chdir(p) if ret.ok() && !p.is_null() => {
+                let mut base = [0u8; PATH_MAX];
+                let n = cwd::read(&mut base);
+                let mut buf = [0u8; PATH_MAX];
+                // SAFETY: the application's NUL-terminated path, which chdir accepted.
+                let rel = unsafe { CStr::from_ptr(p) }.to_bytes();
+                if let Some(len) = resolve_into(&mut buf, &base[..n], rel) {
+                    cwd::set(&buf[..len], entry_of_path(st, &buf[..len]));
+                }
+            }
+            Effect::Fchdir(fd) if ret.ok() => {
+                let mut buf = [0u8; PATH_MAX];
+                if let Some(len) = fd_path(fd, &mut buf) {
+                    cwd::set(&buf[..len], entry_of_path(st, &buf[..len]));
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The hooks: one table (in [`table`]) of every intercepted symbol, expanded by
+//! [`hooks!`](crate::hooks) into the exported functions, their real-symbol slots and the
+//! list `docs/operations.md` is generated from.
+//!
+//! A hook body is the same five steps for every symbol (guard, classify, admit, call,
+//! count), written once in [`intercept`]; what differs between symbols (operation, how the
+//! target is named, the size, what the call does to the descriptor table) is data in the
+//! table row.
+
+mod effect;
+// In unit tests the hooks are not exported, so nothing calls them or their helpers.
+#[cfg_attr(test, allow(dead_code))]
+mod fallback;
+mod ret;
+#[cfg_attr(test, allow(dead_code))]
+mod table;
+
+use sluice_core::gate::Size;
+use sluice_core::op::Op;
+
+pub use effect::Effect;
+pub use ret::{Moved, Ret};
+pub use table::{SYMBOLS, resolve_all, slots};
+
+use crate::fdtable::Entry;
+use crate::guard::Guard;
+use crate::state::{State, SysClock};
+use crate::target::Target;
+
+/// One intercepted symbol, for the operations table in the docs.
+#[derive(Clone, Copy, Debug)]
+pub struct Symbol {
+    /// The libc symbol.
+    pub name: &'static str,
+    /// The operation it is counted and held as; `None` for bookkeeping symbols.
+    pub op: Option<Op>,
+    /// How its target is named (Path, At, Fd, File, Dir, Nothing).
+    pub target: &'static str,
+}
+
+/// The path of every intercepted call. Before the stage is ready it is a plain call of
+/// the real function. Otherwise the target is classified (pure reads; the lazy /proc
+/// lookup uses raw system calls): an unmanaged call is counted and made at once, with no
+/// thread-local lookup; a managed one enters the guard (a call the stage makes itself, or
+/// one from a signal handler that interrupted a hook, passes straight through), is
+/// admitted, made, and counted. The call's effect on descriptors is recorded either way.
+/// Nothing here sets errno except inside `keep_errno`, so the application sees exactly
+/// the errno of its real call.
+#[inline(always)]
+pub fn intercept<R: Ret>(
+    op: Option<Op>,
+    target: Target,
+    size: Size,
+    moved: Moved,
+    effect: Effect,
+    real: impl FnOnce() -> R,
+) -> R {
+    let Some(st) = State::get() else {
+        let _guard = Guard::enter();
+        return real();
+    };
+    let entry = target.resolve(st, effect.remembers());
+    let ret = match (op, entry) {
+        (Some(op), Some(Entry::File { place, .. })) if st.compiled.places().is_managed(place) => {
+            let Some(mut guard) = Guard::enter() else {
+                return real();
+            };
+            effect.before();
+            let gate = st.gate();
+            let ts = guard.thread_state();
+            let ticket = gate.admit(ts, &SysClock, op, place, size);
+            let ret = real();
+            gate.finish(ts, &SysClock, ticket, moved.of(ret));
+            ret
+        }
+        (Some(_), Some(_)) => {
+            st.gate().unmanaged(cpu());
+            effect.before();
+            real()
+        }
+        _ => {
+            effect.before();
+            real()
+        }
+    };
+    effect.after(st, ret, entry);
+    ret
+}
+
+/// The CPU this thread runs on (glibc reads it from the rseq area: no system call), to
+/// spread unmanaged counts over shards without a thread-local.
+#[inline(always)]
+fn cpu() -> usize {
+    // SAFETY: sched_getcpu has no preconditions.
+    unsafe { libc::sched_getcpu() }.max(0) as usize
+}
+
+/// Expands the table of hooks into exported functions, real-symbol slots and [`SYMBOLS`].
+///
+/// A row: `name(args) -> ret = Op, Target(args), size, moved, effect[, call(args)][, else
+/// fallback];` where `Op` is `Bookkeeping` for symbols that are tracked but never counted,
+/// `call(…)` overrides the arguments passed to the real function and `else` names what to
+/// call when this libc does not export the symbol.
+macro_rules! hooks {
+    ($(
+        $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty
+            = $op:ident, $tkind:ident $( ( $($targ:expr),* ) )?, $size:expr, $moved:expr, $effect:expr
+            $(, call ( $($carg:expr),* ) )?
+            $(, else $fb:path )? ;
+    )*) => {
+        /// The real symbols, one slot each, resolved at first use.
+        #[allow(non_upper_case_globals)]
+        pub mod slots {
+            $(
+                #[doc = concat!("The real `", stringify!($name), "`.")]
+                pub static $name: $crate::real::Slot = $crate::real::Slot::new(
+                    // SAFETY: the literal ends with its only NUL.
+                    unsafe { ::std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                );
+            )*
+        }
+
+        /// Resolves every real symbol now, so that no hook calls `dlsym` later (it may
+        /// allocate and open files while the application is in a hook).
+        pub fn resolve_all() {
+            $( slots::$name.get(); )*
+        }
+
+        /// Every intercepted symbol, in table order.
+        pub const SYMBOLS: &[$crate::hooks::Symbol] = &[
+            $( $crate::hooks::Symbol { name: stringify!($name), op: op_of!($op), target: stringify!($tkind) }, )*
+        ];
+
+        $(
+            #[doc = concat!("Interposes `", stringify!($name), "`.")]
+            ///
+            /// # Safety
+            /// The C function's contract.
+            #[cfg_attr(not(test), unsafe(no_mangle))]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                let real = || -> $ret {
+                    match slots::$name.get() {
+                        Some(f) => {
+                            // SAFETY: the slot holds this very symbol, whose C signature
+                            // this is (variadic tails passed as one fixed argument).
+                            let f = unsafe { ::std::mem::transmute::<*mut ::std::ffi::c_void, unsafe extern "C" fn($($ty),*) -> $ret>(f) };
+                            // SAFETY: the application's own arguments, passed on.
+                            unsafe { pick_call!(f, [$($($carg),*)?], [$($arg),*]) }
+                        }
+                        None => pick_fallback!([$($fb)?], [$($arg),*]),
+                    }
+                };
+                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $size, $moved, $effect, real)
+            }
+        )*
+    };
+}
+
+macro_rules! op_of {
+    (Bookkeeping) => {
+        None
+    };
+    ($op:ident) => {
+        Some(::sluice_core::op::Op::$op)
+    };
+}
+
+macro_rules! pick_call {
+    ($f:ident, [], [$($arg:expr),*]) => { $f($($arg),*) };
+    ($f:ident, [$($carg:expr),+], [$($arg:expr),*]) => { $f($($carg),+) };
+}
+
+macro_rules! pick_fallback {
+    ([], [$($arg:expr),*]) => { $crate::real::missing() };
+    // SAFETY: a fallback has the hook's own signature and contract.
+    ([$fb:path], [$($arg:expr),*]) => { unsafe { $fb($($arg),*) } };
+}
+
+pub(crate) use {hooks, op_of, pick_call, pick_fallback};

@@ -1,0 +1,132 @@
+//! What the stage reads from a real call's result: a new descriptor, a stream, success,
+//! and how many bytes moved.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use crate::real::Failure;
+
+/// A C return type the stage understands.
+pub trait Ret: Copy + Failure {
+    /// The descriptor it stands for, when it is one (`open`, `dup`).
+    fn as_fd(self) -> Option<c_int> {
+        None
+    }
+    /// The pointer it is (`fopen`, `opendir`), or null.
+    fn as_ptr(self) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    /// Whether the call succeeded.
+    fn ok(self) -> bool;
+    /// The non-negative count it carries (bytes for `read`, items for `fread`).
+    fn count(self) -> u64 {
+        0
+    }
+}
+
+impl Ret for c_int {
+    fn as_fd(self) -> Option<c_int> {
+        (self >= 0).then_some(self)
+    }
+    fn ok(self) -> bool {
+        self >= 0
+    }
+    fn count(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+
+impl Ret for isize {
+    fn ok(self) -> bool {
+        self >= 0
+    }
+    fn count(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+
+impl Ret for usize {
+    fn ok(self) -> bool {
+        self > 0
+    }
+    fn count(self) -> u64 {
+        self as u64
+    }
+}
+
+impl Ret for () {
+    fn ok(self) -> bool {
+        true
+    }
+}
+
+impl<T> Ret for *mut T {
+    fn as_ptr(self) -> *mut c_void {
+        self.cast()
+    }
+    fn ok(self) -> bool {
+        !self.is_null()
+    }
+}
+
+/// How many bytes a call moved, read from its result.
+#[derive(Clone, Copy, Debug)]
+pub enum Moved {
+    /// None: metadata calls.
+    Nothing,
+    /// The result is the byte count (`read`, `write`).
+    Ret,
+    /// The result counts items of this many bytes (`fread`, `fwrite`).
+    Items(usize),
+    /// This many bytes when the call succeeded (`fputs`, `fputc`).
+    IfOk(u64),
+    /// The length of the string the call returned (`fgets`).
+    Line,
+}
+
+impl Moved {
+    /// The bytes `ret` says were moved.
+    #[inline]
+    pub fn of<R: Ret>(self, ret: R) -> u64 {
+        match self {
+            Moved::Nothing => 0,
+            Moved::Ret => ret.count(),
+            Moved::Items(size) => ret.count() * size as u64,
+            Moved::IfOk(n) if ret.ok() => n,
+            Moved::IfOk(_) => 0,
+            Moved::Line => match ret.as_ptr() {
+                p if p.is_null() => 0,
+                // SAFETY: fgets returns the caller's buffer, NUL-terminated, on success.
+                p => unsafe { CStr::from_ptr(p as *const c_char) }
+                    .to_bytes()
+                    .len() as u64,
+            },
+        }
+    }
+}
+
+/// The sum of an iovec array's lengths (`readv`, `writev`), 0 for a bad array.
+///
+/// # Safety
+/// `iov` points to `n` iovecs, as the caller of readv promised.
+pub unsafe fn iov_len(iov: *const libc::iovec, n: c_int) -> u64 {
+    if iov.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(iov, n as usize) }
+        .iter()
+        .map(|v| v.iov_len as u64)
+        .sum()
+}
+
+/// The length of a C string, 0 for null (`fputs`).
+///
+/// # Safety
+/// `s` is null or NUL-terminated.
+pub unsafe fn c_len(s: *const c_char) -> u64 {
+    if s.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { CStr::from_ptr(s) }.to_bytes().len() as u64
+}

@@ -1,0 +1,195 @@
+//! The stage's process-wide state: the job's segment and this process's compiled rules,
+//! set up once by the library's constructor and never freed.
+//!
+//! Until the constructor has finished, and whenever it could not set up (no segment named,
+//! a segment that does not map or does not parse), every hook passes straight through:
+//! the program runs unmanaged, and the log file says why.
+
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use sluice_core::classify::Compiled;
+use sluice_core::config::StageConfig;
+use sluice_core::gate::{Clock, Gate};
+use sluice_core::path::{PATH_MAX, mounts_of_types};
+use sluice_core::rule::Identity;
+use sluice_core::segment::Segment;
+
+use crate::log::log;
+use crate::{cwd, sys, target};
+
+/// The environment variable that names the job's segment file.
+pub const SEGMENT_ENV: &CStr = c"SLUICE_SEGMENT";
+/// The environment variable that names the stage's log file.
+pub const LOG_ENV: &CStr = c"SLUICE_LOG";
+
+/// What every hook needs.
+pub struct State {
+    /// The job's segment.
+    pub segment: &'static Segment,
+    /// This process's rules and managed places.
+    pub compiled: Compiled,
+}
+
+static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+
+impl State {
+    /// The state, once the stage is ready.
+    #[inline(always)]
+    pub fn get() -> Option<&'static State> {
+        // SAFETY: set once from a leaked Box and never freed.
+        unsafe { STATE.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The admission path.
+    #[inline(always)]
+    pub fn gate(&self) -> Gate<'_> {
+        Gate {
+            segment: self.segment,
+            compiled: &self.compiled,
+        }
+    }
+}
+
+/// The clock the stage admits by: CLOCK_MONOTONIC, shared by all processes of a node.
+pub struct SysClock;
+
+/// The resolution of CLOCK_MONOTONIC_COARSE, read once at start.
+static COARSE_RES: AtomicU64 = AtomicU64::new(10_000_000);
+
+impl Clock for SysClock {
+    #[inline(always)]
+    fn now_ns(&self) -> u64 {
+        sys::clock_ns(libc::CLOCK_MONOTONIC)
+    }
+    #[inline(always)]
+    fn coarse_ns(&self) -> u64 {
+        sys::clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+    }
+    #[inline(always)]
+    fn coarse_resolution_ns(&self) -> u64 {
+        COARSE_RES.load(Ordering::Relaxed)
+    }
+    fn sleep_until(&self, deadline: u64) {
+        sys::sleep_until(deadline)
+    }
+}
+
+fn getenv(name: &CStr) -> Option<&'static CStr> {
+    // SAFETY: getenv takes a NUL-terminated name; the constructor runs before the program
+    // can change its environment from another thread.
+    let p = unsafe { libc::getenv(name.as_ptr()) };
+    // SAFETY: a non-null result is a NUL-terminated string that lives in the environment.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+}
+
+/// Sets the stage up from the environment. Called once, from the library's constructor.
+pub fn init() {
+    crate::log::open(getenv(LOG_ENV));
+    COARSE_RES.store(
+        sys::clock_resolution_ns(libc::CLOCK_MONOTONIC_COARSE),
+        Ordering::Relaxed,
+    );
+    crate::hooks::resolve_all();
+    let Some(path) = getenv(SEGMENT_ENV) else {
+        log!(
+            "{} is not set: passing every call through",
+            "SLUICE_SEGMENT"
+        );
+        return;
+    };
+    match load(path) {
+        Ok((state, what)) => {
+            log!("managing {what}");
+            STATE.store(Box::into_raw(Box::new(state)), Ordering::Release);
+        }
+        Err(why) => log!(
+            "cannot use segment {}: {why}; passing every call through",
+            path.to_string_lossy()
+        ),
+    }
+}
+
+fn load(path: &CStr) -> Result<(State, String), String> {
+    let fd = sys::open(path, libc::O_RDWR, 0).map_err(errno_text)? as i32;
+    let mapped = sys::map_shared(fd, Segment::SIZE);
+    sys::close(fd);
+    let ptr = mapped.map_err(errno_text)?;
+    // SAFETY: the kernel mapped SIZE bytes, page-aligned, for the life of the process;
+    // the segment file was created zeroed and is written only through `Segment`.
+    let segment = unsafe { Segment::from_ptr(ptr) };
+    let config = StageConfig::from_text(segment.config().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let identity = Identity {
+        job: config.job.clone(),
+        uid: real_uid(),
+        user: config.user.clone(),
+        exe: exe_name(),
+    };
+    let mounts = managed_mounts(&config);
+    let compiled =
+        Compiled::new(&config.rules, &identity, mounts.as_deref()).map_err(|e| e.to_string())?;
+    let state = State { segment, compiled };
+    learn_cwd(&state);
+    Ok((
+        state,
+        format!("job '{}' with {} rule(s)", config.job, config.rules.len()),
+    ))
+}
+
+/// The managed mounts: those named, plus those of the named types found in mountinfo;
+/// `None` (everything) only when neither was given.
+fn managed_mounts(config: &StageConfig) -> Option<Vec<String>> {
+    if config.mounts.is_empty() && config.fs_types.is_empty() {
+        return None;
+    }
+    let mut mounts = config.mounts.clone();
+    if !config.fs_types.is_empty() {
+        let text = read_file(c"/proc/self/mountinfo");
+        let found = mounts_of_types(&text, &config.fs_types);
+        log!(
+            "file-system types {:?} are mounted at {:?}",
+            config.fs_types,
+            found
+        );
+        mounts.extend(found);
+    }
+    Some(mounts)
+}
+
+fn learn_cwd(state: &State) {
+    let mut buf = [0u8; PATH_MAX];
+    if let Ok(n) = sys::getcwd(&mut buf) {
+        cwd::set(&buf[..n], target::entry_of_path(state, &buf[..n]));
+    }
+}
+
+fn real_uid() -> u32 {
+    // SAFETY: getuid has no preconditions.
+    unsafe { libc::getuid() }
+}
+
+fn exe_name() -> String {
+    let mut buf = [0u8; PATH_MAX];
+    let n = sys::readlink(c"/proc/self/exe", &mut buf).unwrap_or(0);
+    let path = &buf[..n];
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    String::from_utf8_lossy(name).into_owned()
+}
+
+fn read_file(path: &CStr) -> String {
+    let Ok(fd) = sys::open(path, libc::O_RDONLY, 0) else {
+        return String::new();
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let n = sys::read_all(fd as i32, &mut buf).unwrap_or(0);
+    sys::close(fd as i32);
+    buf.truncate(n);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn errno_text(e: i32) -> String {
+    // SAFETY: strerror returns a static or thread-local NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(libc::strerror(e)) };
+    CString::from(s).to_string_lossy().into_owned()
+}

@@ -1,0 +1,237 @@
+//! Where a call's target lies: from a path, a directory descriptor and a path, a file
+//! descriptor, a `FILE*` or a `DIR*`, to an [`Entry`] of the mount table.
+//!
+//! The common cases cost a string scan and a table lookup: an absolute path already in
+//! normal form is matched in place; a relative path without `..` takes its directory's
+//! entry when no managed place lies below that directory. Everything else is joined and
+//! normalised in a stack buffer. A descriptor the stage has not seen opened is classified
+//! once from `/proc/self/fd`.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use sluice_core::path::{PATH_MAX, PlaceIdx, is_normal, resolve_into};
+
+use crate::fdtable::{self, Entry};
+use crate::hooks::slots;
+use crate::state::State;
+use crate::{cwd, sys};
+
+/// What a call names as its target.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// No file at all (`sync`, an anonymous mapping): passed through, not counted.
+    Nothing,
+    /// A path, relative to the current directory.
+    Path(*const c_char),
+    /// A path relative to a directory descriptor (`*at` calls; AT_FDCWD allowed).
+    At(c_int, *const c_char),
+    /// A file descriptor.
+    Fd(c_int),
+    /// A stdio stream.
+    File(*mut c_void),
+    /// A directory stream.
+    Dir(*mut c_void),
+}
+
+impl Target {
+    /// Where the target lies, or `None` when it names nothing the stage can judge (a null
+    /// path, a closed descriptor). `want_below` asks whether managed places lie below it,
+    /// needed only when the result is remembered (an open, a chdir).
+    #[inline(always)]
+    pub fn resolve(self, st: &State, want_below: bool) -> Option<Entry> {
+        match self {
+            Target::Nothing => None,
+            Target::Path(p) | Target::At(libc::AT_FDCWD, p) => path_entry(st, None, p, want_below),
+            Target::At(dirfd, p) => {
+                // SAFETY: a non-null path from the application is NUL-terminated.
+                if !p.is_null() && unsafe { *p } == 0 {
+                    return fd_entry(st, dirfd);
+                }
+                path_entry(st, Some(dirfd), p, want_below)
+            }
+            Target::Fd(fd) => fd_entry(st, fd),
+            Target::File(f) => fd_entry(st, stream_fd(&slots::fileno, f)?),
+            Target::Dir(d) => fd_entry(st, stream_fd(&slots::dirfd, d)?),
+        }
+    }
+}
+
+/// The descriptor under a `FILE*` or `DIR*`, through the real `fileno` or `dirfd`.
+///
+/// The stream is the application's, valid for the call it made; clippy cannot know that
+/// the pointer is only passed on, never dereferenced here.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+#[inline]
+pub fn stream_fd(slot: &crate::real::Slot, stream: *mut c_void) -> Option<c_int> {
+    if stream.is_null() {
+        return None;
+    }
+    let f = slot.get()?;
+    // SAFETY: the slot holds fileno or dirfd, whose signature this is; the stream is the
+    // application's, valid for the call it made.
+    let fd = unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void) -> c_int>(f)(stream)
+    };
+    (fd >= 0).then_some(fd)
+}
+
+/// The entry of an absolute path in normal form.
+#[inline]
+pub fn entry_of_path(st: &State, path: &[u8]) -> Entry {
+    let places = st.compiled.places();
+    Entry::File {
+        place: places.lookup(path),
+        below: places.has_places_below(path),
+    }
+}
+
+#[inline]
+fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
+    let places = st.compiled.places();
+    Entry::File {
+        place: places.lookup(path),
+        below: want_below && places.has_places_below(path),
+    }
+}
+
+/// Where a path lies: relative to `dirfd`, or to the current directory when `None`.
+fn path_entry(
+    st: &State,
+    dirfd: Option<c_int>,
+    p: *const c_char,
+    want_below: bool,
+) -> Option<Entry> {
+    if p.is_null() {
+        return None;
+    }
+    if let Some(place) = quick_root(st, p) {
+        let below = want_below && st.compiled.places().has_places_below(b"/");
+        return Some(Entry::File { place, below });
+    }
+    // SAFETY: a non-null path from the application is NUL-terminated.
+    let rel = unsafe { CStr::from_ptr(p) }.to_bytes();
+    if rel.first() == Some(&b'/') {
+        if is_normal(rel) {
+            return Some(entry_of_normal(st, rel, want_below));
+        }
+    } else {
+        let base = match dirfd {
+            Some(fd) => fd_entry(st, fd),
+            None => cwd::entry(),
+        };
+        match base {
+            Some(Entry::NotAFile) => return Some(Entry::NotAFile),
+            Some(Entry::File {
+                place,
+                below: false,
+            }) if !has_dotdot(rel) => {
+                return Some(Entry::File {
+                    place,
+                    below: false,
+                });
+            }
+            _ => {}
+        }
+    }
+    let mut base_buf = [0u8; PATH_MAX];
+    let base_len = match dirfd {
+        _ if rel.first() == Some(&b'/') => 0,
+        Some(fd) => fd_path(fd, &mut base_buf)?,
+        None => cwd::read(&mut base_buf),
+    };
+    let mut buf = [0u8; PATH_MAX];
+    let n = resolve_into(&mut buf, &base_buf[..base_len], rel)?;
+    Some(entry_of_normal(st, &buf[..n], want_below))
+}
+
+/// The root's entry for an absolute path whose first letter starts no other place and
+/// that has no component starting with a dot, found without measuring the string: the
+/// common case of a program reading /usr or /etc while only /scratch is managed.
+#[inline(always)]
+fn quick_root(st: &State, p: *const c_char) -> Option<PlaceIdx> {
+    // SAFETY: p is a NUL-terminated string; we read at most up to its NUL.
+    unsafe {
+        if *p != b'/' as c_char
+            || *p.add(1) == 0
+            || !st.compiled.places().no_place_starts_with(*p.add(1) as u8)
+        {
+            return None;
+        }
+        let mut q = p;
+        loop {
+            q = libc::strchr(q, b'.' as c_int);
+            if q.is_null() {
+                return Some(0);
+            }
+            if *q.sub(1) == b'/' as c_char {
+                return None;
+            }
+            q = q.add(1);
+        }
+    }
+}
+
+#[inline]
+fn has_dotdot(rel: &[u8]) -> bool {
+    rel.split(|&b| b == b'/').any(|c| c == b"..")
+}
+
+/// What `fd` refers to, from the table or, the first time, from `/proc/self/fd`.
+#[inline]
+pub fn fd_entry(st: &State, fd: c_int) -> Option<Entry> {
+    if fd < 0 {
+        return None;
+    }
+    if let Some(e) = fdtable::get(fd) {
+        return Some(e);
+    }
+    classify_fd(st, fd)
+}
+
+#[cold]
+fn classify_fd(st: &State, fd: c_int) -> Option<Entry> {
+    let mut buf = [0u8; PATH_MAX];
+    let e = match fd_link(fd, &mut buf)? {
+        Some(n) => entry_of_path(st, &buf[..n]),
+        None => Entry::NotAFile,
+    };
+    fdtable::set(fd, e);
+    Some(e)
+}
+
+/// The path `fd` was opened at, when it is a file.
+pub fn fd_path(fd: c_int, buf: &mut [u8; PATH_MAX]) -> Option<usize> {
+    fd_link(fd, buf)?
+}
+
+/// Reads `/proc/self/fd/FD`: `None` when the descriptor is not open, `Some(None)` when it
+/// is no file (socket, pipe, anonymous inode), else the path's length in `buf`.
+fn fd_link(fd: c_int, buf: &mut [u8; PATH_MAX]) -> Option<Option<usize>> {
+    let mut name = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0\0";
+    let mut digits = [0u8; 10];
+    let mut k = 0;
+    let mut v = fd as u32;
+    loop {
+        digits[k] = b'0' + (v % 10) as u8;
+        k += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..k].iter().rev().enumerate() {
+        name[14 + i] = *d;
+    }
+    let cname = CStr::from_bytes_until_nul(&name).ok()?;
+    let n = sys::keep_errno(|| sys::readlink(cname, buf)).ok()?;
+    if buf.first() != Some(&b'/') {
+        return Some(None);
+    }
+    let deleted = b" (deleted)";
+    let n = if buf[..n].ends_with(deleted) {
+        n - deleted.len()
+    } else {
+        n
+    };
+    Some(Some(n))
+}
