@@ -1,1 +1,486 @@
-//! `sluice alloc` and `sluice bench alloc` (placeholder: being written).
+//! `sluice alloc` and `sluice bench alloc`: evaluate a control algorithm offline over
+//! a sequence of intervals, and time every algorithm.
+//!
+//! The input is walked by hand rather than deserialised so that every complaint can
+//! name the exact field (`intervals[0].jobs[1].limit`), and so that the fields an
+//! algorithm does not read can be left out while those it reads are required.
+
+use std::fmt;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Map, Value};
+use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Policy, Spec};
+use sluice_policy::{Allocator, Amount, JobField, Observation, PolicyError, Problem, Round, bench};
+
+/// Evaluate a control algorithm offline: give it a sequence of control intervals and
+/// see the rate it would set for every job, before deploying it as a policy.
+#[derive(clap::Args, Debug)]
+#[command(after_long_help = alloc_help())]
+pub struct AllocArgs {
+    /// Read the input from FILE instead of standard input
+    /// (example: docs/examples/alloc-psfa.json).
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+}
+
+/// Time every control algorithm for one control interval at 10, 1,000 and 100,000
+/// active jobs: how long the global controller spends deciding the rates.
+#[derive(clap::Args, Debug)]
+pub struct BenchAllocArgs {
+    /// Print the figures as JSON: [{"algorithm":…, "jobs":…, "intervals":…,
+    /// "us_per_interval":…, "us_per_job":…}, …].
+    #[arg(long)]
+    json: bool,
+}
+
+impl AllocArgs {
+    /// Evaluates the input and prints the rates as JSON on stdout; returns the exit
+    /// code: 0, or 2 for bad input after one line on stderr that names the field.
+    pub fn run(&self) -> anyhow::Result<i32> {
+        let text = match &self.input {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?,
+            None => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .context("reading standard input")?;
+                text
+            }
+        };
+        match evaluate(&text) {
+            Ok(output) => {
+                println!("{output}");
+                Ok(0)
+            }
+            Err(bad) => {
+                eprintln!("sluice alloc: {bad}");
+                Ok(2)
+            }
+        }
+    }
+}
+
+impl BenchAllocArgs {
+    /// Runs the timing and prints a table, or JSON with `--json`.
+    pub fn run(&self) -> anyhow::Result<()> {
+        let rows = bench::run(&bench::SIZES, Duration::from_millis(200));
+        if self.json {
+            println!("{}", serde_json::to_string(&rows)?);
+        } else {
+            println!(
+                "{:<13} {:>8} {:>14} {:>10}",
+                "algorithm", "jobs", "µs/interval", "µs/job"
+            );
+            for row in &rows {
+                println!(
+                    "{:<13} {:>8} {:>14.1} {:>10.3}",
+                    row.algorithm, row.jobs, row.us_per_interval, row.us_per_job
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The input format and the algorithms, for `sluice alloc --help`, from the registry's
+/// table so that it lists exactly what exists.
+fn alloc_help() -> String {
+    let mut help = String::from(
+        "Input (JSON, from --input FILE or standard input):
+  {\"algorithm\": \"psfa\", \"capacity\": 110000, \"params\": {\"epsilon\": 0.25},
+   \"intervals\": [{\"jobs\": [{\"id\": \"j1\", \"limit\": 15000, \"usage\": 12000,
+                              \"arrivals\": 12000, \"nodes\": 4}, …]}, …]}
+
+  capacity    the pool: ops/s of a metadata server, or bytes/s of bandwidth (> 0)
+  params      the algorithm's parameters (optional); every algorithm takes
+              {interval}
+  intervals   one entry per control interval, in order; its jobs are the jobs active
+              in that interval (a job left out is inactive)
+    id        job id (string, unique within an interval)
+    limit     the administrator's limit, demand or reservation for the job
+    usage     the rate the job was admitted at in the last interval
+    arrivals  the rate the job asked for in the last interval (admitted + held)
+    weight    priority weight (> 0, default 1)
+    nodes     compute nodes the job holds (whole number ≥ 1, default 1)
+    period_s  the job's I/O period in seconds (optional; set10 detects it otherwise)
+  Rates are per second and ≥ 0. limit, usage and arrivals are required by the
+  algorithms that read them (below) and default to 0 otherwise. For drf, capacity,
+  limit, usage and arrivals are {\"ops\": …, \"bytes\": …}.
+
+Output: {\"intervals\": [{\"rates\": {\"j1\": …, \"j2\": …}}, …]}, one rate per job and
+interval ({\"ops\": …, \"bytes\": …} for drf).
+
+Algorithms (docs/algorithms.md gives each one's formula and a worked example):
+",
+    )
+    .replace(
+        "{interval}",
+        &format!(
+            "{} = {}: {}",
+            INTERVAL_S.name, INTERVAL_S.default, INTERVAL_S.help
+        ),
+    );
+    for spec in &ALGORITHMS {
+        let reads: Vec<&str> = spec.requires.iter().map(|f| f.name()).collect();
+        let params: Vec<String> = spec
+            .params
+            .iter()
+            .map(|p| format!("{} = {}: {}", p.name, p.default, p.help))
+            .collect();
+        help.push_str(&format!("  {:<13} {}\n", spec.name, spec.summary));
+        if !reads.is_empty() {
+            help.push_str(&format!("  {:<13}   reads: {}\n", "", reads.join(", ")));
+        }
+        if !params.is_empty() {
+            help.push_str(&format!("  {:<13}   {}\n", "", params.join("; ")));
+        }
+    }
+    help.push_str(
+        "
+Exit status: 0 when the rates were printed; 2 for bad input, after one line on
+stderr that names the field, e.g.
+  sluice alloc: intervals[0].jobs[1].limit: must be a finite number ≥ 0
+
+Example: sluice alloc --input docs/examples/alloc-psfa.json",
+    );
+    help
+}
+
+/// Bad input: one line that starts with the field's path.
+#[derive(Debug)]
+struct BadInput(String);
+
+impl BadInput {
+    fn at(path: &str, problem: impl fmt::Display) -> Self {
+        BadInput(format!("{path}: {problem}"))
+    }
+}
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The library's errors already name their field; those about a job are relative to
+/// its interval.
+fn located(error: PolicyError, interval: &str) -> BadInput {
+    match error {
+        PolicyError::Job { .. } => BadInput(format!("{interval}.{error}")),
+        _ => BadInput(error.to_string()),
+    }
+}
+
+/// `base.key`, or `key` at the top.
+fn join(base: &str, key: &str) -> String {
+    if base.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{base}.{key}")
+    }
+}
+
+fn object<'v>(value: &'v Value, path: &str) -> Result<&'v Map<String, Value>, BadInput> {
+    value
+        .as_object()
+        .ok_or_else(|| BadInput::at(path, "must be an object"))
+}
+
+/// Rejects keys other than `known`: a misspelt field would otherwise be silently
+/// replaced by its default.
+fn only(map: &Map<String, Value>, path: &str, known: &[&str]) -> Result<(), BadInput> {
+    match map.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(key) => Err(BadInput::at(
+            &join(path, key),
+            format!("unknown field (expected one of: {})", known.join(", ")),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn required<'v>(map: &'v Map<String, Value>, path: &str, key: &str) -> Result<&'v Value, BadInput> {
+    map.get(key)
+        .ok_or_else(|| BadInput::at(&join(path, key), "missing"))
+}
+
+fn number(value: &Value, path: &str) -> Result<f64, BadInput> {
+    value
+        .as_f64()
+        .ok_or_else(|| BadInput::at(path, "must be a number"))
+}
+
+/// A plain number, or `{"ops": …, "bytes": …}` for two-resource pools.
+fn amount<A: Amount>(value: &Value, path: &str) -> Result<A, BadInput> {
+    if let [""] = A::PARTS {
+        return Ok(A::from_parts(&[number(value, path)?]));
+    }
+    let shape = || {
+        let parts: Vec<String> = A::PARTS.iter().map(|p| format!("\"{p}\": …")).collect();
+        format!("must be an object {{{}}}", parts.join(", "))
+    };
+    let map = value
+        .as_object()
+        .ok_or_else(|| BadInput::at(path, shape()))?;
+    only(map, path, A::PARTS)?;
+    let parts = A::PARTS
+        .iter()
+        .map(|part| number(required(map, path, part)?, &join(path, part)))
+        .collect::<Result<Vec<f64>, _>>()?;
+    Ok(A::from_parts(&parts))
+}
+
+fn amount_json<A: Amount>(amount: A) -> Value {
+    if let [""] = A::PARTS {
+        return Value::from(amount.part(0));
+    }
+    let parts = A::PARTS
+        .iter()
+        .enumerate()
+        .map(|(i, part)| (part.to_string(), Value::from(amount.part(i))));
+    Value::Object(parts.collect())
+}
+
+fn params(value: Option<&Value>) -> Result<Params, BadInput> {
+    let mut params = Params::new();
+    let Some(value) = value else {
+        return Ok(params);
+    };
+    for (name, value) in object(value, "params")? {
+        let value = match value {
+            Value::Bool(b) => ParamValue::Bool(*b),
+            Value::Number(_) => ParamValue::Number(number(value, &join("params", name))?),
+            _ => {
+                return Err(BadInput::at(
+                    &join("params", name),
+                    "must be a number or true/false",
+                ));
+            }
+        };
+        params.set(name.clone(), value);
+    }
+    Ok(params)
+}
+
+/// One job's observation; `limit`, `usage` and `arrivals` are required when `spec`
+/// reads them and 0 otherwise. Their values are checked by [`Round::new`].
+fn observation<A: Amount>(
+    value: &Value,
+    path: &str,
+    spec: &Spec,
+) -> Result<Observation<A>, BadInput> {
+    let map = object(value, path)?;
+    let names: Vec<&str> = JobField::ALL.iter().map(|f| f.name()).collect();
+    only(map, path, &names)?;
+    let id = required(map, path, JobField::Id.name())?
+        .as_str()
+        .ok_or_else(|| BadInput::at(&join(path, "id"), "must be a string"))?;
+    let rate = |field: JobField| -> Result<A, BadInput> {
+        match map.get(field.name()) {
+            Some(value) => amount(value, &join(path, field.name())),
+            None if spec.requires.contains(&field) => Err(BadInput::at(
+                &join(path, field.name()),
+                format!("missing ({} needs it)", spec.name),
+            )),
+            None => Ok(A::from_parts(&[])),
+        }
+    };
+    let optional = |field: JobField| {
+        map.get(field.name())
+            .map(|v| number(v, &join(path, field.name())))
+            .transpose()
+    };
+    let nodes = match optional(JobField::Nodes)? {
+        None => None,
+        Some(n) if n.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&n) => Some(n as u32),
+        Some(_) => return Err(BadInput::at(&join(path, "nodes"), Problem::NotCount)),
+    };
+    Ok(Observation {
+        weight: optional(JobField::Weight)?,
+        nodes,
+        period_s: optional(JobField::PeriodS)?,
+        ..Observation::new(
+            id,
+            rate(JobField::Limit)?,
+            rate(JobField::Usage)?,
+            rate(JobField::Arrivals)?,
+        )
+    })
+}
+
+/// The whole evaluation: input text in, output JSON text out.
+fn evaluate(text: &str) -> Result<String, BadInput> {
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| BadInput::at("input", format!("not valid JSON ({e})")))?;
+    let top = object(&doc, "input")?;
+    only(top, "", &["algorithm", "capacity", "params", "intervals"])?;
+    let name = required(top, "", "algorithm")?
+        .as_str()
+        .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?;
+    let spec = registry::find(name).map_err(|e| located(e, ""))?;
+    let params = params(top.get("params"))?;
+    let policy = spec.build(&params).map_err(|e| located(e, ""))?;
+    let interval_s = params.interval_s().map_err(|e| located(e, ""))?;
+    let capacity = required(top, "", "capacity")?;
+    let intervals = required(top, "", "intervals")?
+        .as_array()
+        .ok_or_else(|| BadInput::at("intervals", "must be an array"))?;
+    let run = Run {
+        spec,
+        interval_s,
+        capacity,
+        intervals,
+    };
+    let out = match policy {
+        Policy::Scalar(mut allocator) => run.through(allocator.as_mut())?,
+        Policy::OpsBytes(mut allocator) => run.through(allocator.as_mut())?,
+    };
+    serde_json::to_string(&out).map_err(|e| BadInput::at("output", e))
+}
+
+/// The parts of the input that every interval is evaluated with.
+struct Run<'v> {
+    spec: &'static Spec,
+    interval_s: f64,
+    capacity: &'v Value,
+    intervals: &'v [Value],
+}
+
+impl Run<'_> {
+    /// Feeds every interval to `allocator`, in order; the output document.
+    fn through<A: Amount>(&self, allocator: &mut dyn Allocator<A>) -> Result<Value, BadInput> {
+        let capacity: A = amount(self.capacity, "capacity")?;
+        // The pool is checked once up front, so a bad capacity is reported even with
+        // no intervals.
+        Round::new(capacity, self.interval_s, &[]).map_err(|e| located(e, ""))?;
+        let mut out = Vec::with_capacity(self.intervals.len());
+        for (i, interval) in self.intervals.iter().enumerate() {
+            let path = format!("intervals[{i}]");
+            let map = object(interval, &path)?;
+            only(map, &path, &["jobs"])?;
+            let jobs = required(map, &path, "jobs")?
+                .as_array()
+                .ok_or_else(|| BadInput::at(&join(&path, "jobs"), "must be an array"))?
+                .iter()
+                .enumerate()
+                .map(|(j, job)| observation(job, &format!("{path}.jobs[{j}]"), self.spec))
+                .collect::<Result<Vec<Observation<A>>, _>>()?;
+            let round =
+                Round::new(capacity, self.interval_s, &jobs).map_err(|e| located(e, &path))?;
+            let rates: Map<String, Value> = jobs
+                .iter()
+                .zip(allocator.allocate(&round))
+                .map(|(job, rate)| (job.id.clone(), amount_json(rate)))
+                .collect();
+            out.push(serde_json::json!({ "rates": rates }));
+        }
+        Ok(serde_json::json!({ "intervals": out }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(input: &str) -> String {
+        evaluate(input)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_example_file_evaluates() {
+        let text = include_str!("../../../docs/examples/alloc-psfa.json");
+        let out: Value =
+            serde_json::from_str(&evaluate(text).expect("valid example")).expect("json");
+        assert_eq!(out["intervals"].as_array().map(Vec::len), Some(3));
+        assert_eq!(out["intervals"][0]["rates"]["j4"], 40_000.0);
+    }
+
+    #[test]
+    fn drf_takes_and_gives_ops_and_bytes() {
+        let out = evaluate(
+            r#"{"algorithm":"drf","capacity":{"ops":100,"bytes":1000},
+                "intervals":[{"jobs":[{"id":"a","arrivals":{"ops":10,"bytes":10}}]}]}"#,
+        )
+        .expect("valid input");
+        assert_eq!(
+            out,
+            r#"{"intervals":[{"rates":{"a":{"bytes":10.0,"ops":10.0}}}]}"#
+        );
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_field() {
+        let job = |fields: &str| {
+            format!(
+                r#"{{"algorithm":"psfa","capacity":110000,"intervals":[{{"jobs":[
+                    {{"id":"j0","limit":1,"usage":1}},{{"id":"j1",{fields}}}]}}]}}"#
+            )
+        };
+        let cases = [
+            (
+                job(r#""limit":-5,"usage":1"#),
+                "intervals[0].jobs[1].limit: must be a finite number ≥ 0",
+            ),
+            (
+                job(r#""usage":1"#),
+                "intervals[0].jobs[1].limit: missing (psfa needs it)",
+            ),
+            (
+                job(r#""limit":1,"usage":1,"nodes":2.5"#),
+                "intervals[0].jobs[1].nodes: must be a whole number ≥ 1",
+            ),
+            (
+                job(r#""limit":1,"usage":1,"limt":2"#),
+                "intervals[0].jobs[1].limt: unknown field (expected one of: id, limit, usage, arrivals, weight, nodes, period_s)",
+            ),
+            (
+                job(r#""limit":"x","usage":1"#),
+                "intervals[0].jobs[1].limit: must be a number",
+            ),
+            (
+                r#"{"algorithm":"psfa","capacity":0,"intervals":[]}"#.to_owned(),
+                "capacity: must be a finite number > 0",
+            ),
+            (
+                r#"{"algorithm":"fifo","capacity":1,"intervals":[]}"#.to_owned(),
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, psharing, psfa, adaptbf, set10, reservations, drf)",
+            ),
+            (
+                r#"{"algorithm":"psfa","capacity":1,"params":{"epsilon":true},"intervals":[]}"#
+                    .to_owned(),
+                "params.epsilon: must be a number",
+            ),
+            (
+                r#"{"algorithm":"drf","capacity":{"ops":1},"intervals":[]}"#.to_owned(),
+                "capacity.bytes: missing",
+            ),
+            (
+                r#"{"algorithm":"psfa","capacity":1,"params":{"interval_s":0},"intervals":[]}"#
+                    .to_owned(),
+                "params.interval_s: must be a finite number > 0",
+            ),
+            (
+                r#"{"algorithm":"psfa","capacity":1}"#.to_owned(),
+                "intervals: missing",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(error(&input), expected);
+        }
+        assert!(error("{").starts_with("input: not valid JSON"));
+        assert!(!error("{").contains('\n'));
+    }
+
+    #[test]
+    fn help_lists_every_algorithm_and_the_common_parameter() {
+        let help = alloc_help();
+        assert!(ALGORITHMS.iter().all(|s| help.contains(s.name)));
+        assert!(help.contains(INTERVAL_S.name));
+    }
+}

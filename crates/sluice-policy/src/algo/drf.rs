@@ -1,0 +1,102 @@
+//! `drf`: dominant resource fairness over a metadata rate and a bandwidth at once.
+
+use super::Allocator;
+use crate::obs::{Amount, OpsBytes, Round};
+
+/// Dominant resource fairness (Ghodsi et al., NSDI 2011) over two pools at once: the
+/// metadata rate (ops/s) and the bandwidth (bytes/s) of one file system.
+///
+/// A job's demand vector is its `arrivals`; it is given a fraction t ∈ [0, 1] of that
+/// vector. Its dominant share is t · maxᵣ(demandᵣ / capacityᵣ). Progressive filling
+/// raises every job's dominant share in proportion to its weight until the job's demand
+/// is met or a resource it uses is exhausted; jobs that do not use an exhausted resource
+/// keep growing. The result is the weighted max-min fair division of dominant shares,
+/// capped by demand: a metadata-heavy job cannot crowd out a streaming job by being
+/// cheap in bytes, and the reverse. None of the published I/O QoS systems offers this.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Drf;
+
+/// One job's demand as progressive filling sees it.
+struct Claim {
+    index: usize,
+    demand: [f64; 2],
+    /// The job's allocation grows by `demand / dominant · weight` per unit of the
+    /// filling level; it is met when the level reaches `met_at`.
+    per_level: [f64; 2],
+    met_at: f64,
+}
+
+impl Allocator<OpsBytes> for Drf {
+    fn allocate(&mut self, round: &Round<'_, OpsBytes>) -> Vec<OpsBytes> {
+        let capacity = [round.capacity().ops, round.capacity().bytes];
+        let mut claims: Vec<Claim> = round
+            .jobs()
+            .iter()
+            .enumerate()
+            .filter_map(|(index, job)| {
+                let demand = [job.arrivals.part(0), job.arrivals.part(1)];
+                let dominant = (demand[0] / capacity[0]).max(demand[1] / capacity[1]);
+                (dominant > 0.0).then(|| {
+                    let weight = job.weight_or_one();
+                    Claim {
+                        index,
+                        demand,
+                        per_level: demand.map(|d| d * weight / dominant),
+                        met_at: dominant / weight,
+                    }
+                })
+            })
+            .collect();
+        claims.sort_by(|a, b| a.met_at.total_cmp(&b.met_at).then(a.index.cmp(&b.index)));
+
+        let mut rates = vec![[0.0; 2]; round.jobs().len()];
+        let mut used = [0.0; 2];
+        let mut slope = claims.iter().fold([0.0; 2], |sum, claim| {
+            [sum[0] + claim.per_level[0], sum[1] + claim.per_level[1]]
+        });
+        let mut growing = vec![true; claims.len()];
+        let mut next = 0;
+        while next < claims.len() {
+            if !growing[next] {
+                next += 1;
+                continue;
+            }
+            // The level at which each resource still in use runs out.
+            let (exhausted, level) = (0..2)
+                .filter(|&r| slope[r] > 0.0)
+                .map(|r| (r, ((capacity[r] - used[r]) / slope[r]).max(0.0)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((usize::MAX, f64::INFINITY));
+            let claim = &claims[next];
+            if claim.met_at <= level {
+                rates[claim.index] = claim.demand;
+                stop(claim, claim.demand, &mut used, &mut slope);
+                growing[next] = false;
+                next += 1;
+            } else {
+                // Everyone still growing who uses the exhausted resource stops here.
+                for (k, claim) in claims.iter().enumerate().skip(next) {
+                    if growing[k] && claim.demand[exhausted] > 0.0 {
+                        let given = claim.per_level.map(|p| p * level);
+                        rates[claim.index] = given;
+                        stop(claim, given, &mut used, &mut slope);
+                        growing[k] = false;
+                    }
+                }
+                slope[exhausted] = 0.0;
+            }
+        }
+        rates
+            .into_iter()
+            .map(|[ops, bytes]| OpsBytes { ops, bytes })
+            .collect()
+    }
+}
+
+/// Takes a job out of the filling with `given` allocated to it.
+fn stop(claim: &Claim, given: [f64; 2], used: &mut [f64; 2], slope: &mut [f64; 2]) {
+    for r in 0..2 {
+        used[r] += given[r];
+        slope[r] = (slope[r] - claim.per_level[r]).max(0.0);
+    }
+}

@@ -1,0 +1,34 @@
+//! The control algorithms, one file each, behind one trait.
+
+use crate::obs::{Amount, Round};
+
+pub mod adaptbf;
+pub mod drf;
+pub mod priority;
+pub mod psfa;
+pub mod psharing;
+pub mod reservations;
+pub mod set10;
+pub mod static_limits;
+pub mod uniform;
+
+pub use adaptbf::AdapTbf;
+pub use drf::Drf;
+pub use priority::Priority;
+pub use psfa::Psfa;
+pub use psharing::ProportionalSharing;
+pub use reservations::Reservations;
+pub use set10::Set10;
+pub use static_limits::StaticLimits;
+pub use uniform::Uniform;
+
+/// A control algorithm: divides a pool among the jobs active in one interval.
+///
+/// Called once per interval with that interval's observations; returns one rate per
+/// job, in the order of [`Round::jobs`]. An algorithm that remembers (AdapTBF's
+/// records, SET-10's phase order) keeps that memory in itself, so a sequence of calls
+/// is a pure function of the sequence of rounds: no clock, no I/O, no randomness.
+pub trait Allocator<A: Amount = f64>: Send {
+    /// The rates (per second) for this interval, one per job of `round`.
+    fn allocate(&mut self, round: &Round<'_, A>) -> Vec<A>;
+}

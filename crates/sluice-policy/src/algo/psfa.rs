@@ -1,0 +1,62 @@
+//! `psfa`: proportional sharing without false allocation, Algorithm 1 of the PADLL
+//! paper (Macedo et al.).
+
+use super::Allocator;
+use crate::error::{PolicyError, Problem};
+use crate::obs::Round;
+use crate::share::spread_leftover;
+
+/// PADLL's PSFA: a job that uses less than its limit is given its usage plus a fraction
+/// ε of the gap (room to grow without holding capacity it does not use); a job at or
+/// above its limit is given its limit; neither more than its fair share of what is
+/// left. What remains is then spread in proportion to usage, so the whole capacity is
+/// handed out to the jobs that are actually using it.
+#[derive(Debug, Clone, Copy)]
+pub struct Psfa {
+    epsilon: f64,
+}
+
+impl Psfa {
+    /// The fraction of the gap between usage and limit that PADLL grants: 0.25.
+    pub const DEFAULT_EPSILON: f64 = 0.25;
+
+    /// PSFA with growth fraction `epsilon` in [0, 1].
+    pub fn new(epsilon: f64) -> Result<Self, PolicyError> {
+        if !(0.0..=1.0).contains(&epsilon) {
+            return Err(PolicyError::Param {
+                name: "epsilon",
+                problem: Problem::NotFraction,
+            });
+        }
+        Ok(Psfa { epsilon })
+    }
+}
+
+impl Default for Psfa {
+    fn default() -> Self {
+        Psfa {
+            epsilon: Self::DEFAULT_EPSILON,
+        }
+    }
+}
+
+impl Allocator for Psfa {
+    fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
+        let jobs = round.jobs();
+        let mut rates = vec![0.0; jobs.len()];
+        let mut left = round.capacity();
+        for (served, &i) in round.by_limit_then_id().iter().enumerate() {
+            let fair = left / (jobs.len() - served) as f64;
+            let job = &jobs[i];
+            let want = if job.usage <= job.limit {
+                job.usage + self.epsilon * (job.limit - job.usage)
+            } else {
+                job.limit
+            };
+            rates[i] = want.min(fair);
+            left = (left - rates[i]).max(0.0);
+        }
+        spread_leftover(&mut rates, round.capacity(), &round.column(|job| job.usage));
+        rates
+    }
+}

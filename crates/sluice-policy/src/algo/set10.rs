@@ -1,0 +1,217 @@
+//! `set10`: IO-SETS' SET-10 (Boito, Pallez, Teylo et al.): jobs grouped by the order of
+//! magnitude of their I/O period, exclusive access inside a group, weighted sharing
+//! across groups.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::Allocator;
+use crate::obs::{Observation, Round};
+use crate::period::{CONFIDENT, detect_period};
+use crate::share::water_fill;
+
+/// Samples of activity kept per job whose period must be detected.
+const WINDOW: usize = 128;
+/// Detection starts once this many samples are in.
+const MIN_SAMPLES: usize = 32;
+/// Detection is repeated at most this often (in intervals) per job: periods change
+/// slowly and a transform per job per interval would dominate the cost.
+const REDETECT_EVERY: u64 = 16;
+/// Priority of the set formed by one job whose period is not known yet, as in the
+/// BeeGFS implementation of IO-SETS.
+const UNKNOWN_PRIORITY: f64 = 1.0 / 50.0;
+
+/// SET-10: a job with I/O period p (seconds) belongs to set i = round(log₁₀ p), whose
+/// priority is 10⁻ⁱ — jobs that do I/O often and briefly come before jobs that do it
+/// rarely and at length. Sets with demand share the capacity in proportion to their
+/// priorities; a set that cannot use its share hands the rest to the others, again by
+/// priority. Inside a set access is exclusive, first come first served by the start of
+/// each job's current I/O phase: the first job gets min(arrivals, the set's share), the
+/// next what remains, and so on.
+///
+/// A job with no arrivals is inactive. A job whose `period_s` is not given has its
+/// period detected from its arrivals (see [`crate::period`]); until that is confident
+/// the job forms a set of its own with priority 1/50.
+#[derive(Debug, Clone, Default)]
+pub struct Set10 {
+    interval: u64,
+    jobs: BTreeMap<String, Track>,
+}
+
+/// What SET-10 remembers of one job.
+#[derive(Debug, Clone, Default)]
+struct Track {
+    /// The interval its current I/O phase started in.
+    phase_start: u64,
+    /// The last interval it had arrivals in.
+    last_active: Option<u64>,
+    /// The last interval it was observed in.
+    last_seen: u64,
+    /// Its arrivals per interval, newest last, kept only while its period is unknown.
+    samples: VecDeque<f32>,
+    /// The last confident detection, and when detection last ran.
+    detected: Option<f64>,
+    last_detection: Option<u64>,
+}
+
+/// A group of jobs: a decade of periods, or one job of unknown period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum SetKey {
+    Decade(i32),
+    Alone(usize),
+}
+
+impl SetKey {
+    fn priority(self) -> f64 {
+        match self {
+            SetKey::Decade(i) => 10f64.powi(-i),
+            SetKey::Alone(_) => UNKNOWN_PRIORITY,
+        }
+    }
+}
+
+impl Set10 {
+    /// A fresh instance with no history.
+    pub fn new() -> Self {
+        Set10::default()
+    }
+
+    /// Brings one job's memory up to this interval; returns its known period and the
+    /// interval its current I/O phase started in.
+    fn observe(&mut self, job: &Observation, dt: f64) -> (Option<f64>, u64) {
+        let now = self.interval;
+        if !self.jobs.contains_key(&job.id) {
+            // Cloning the id only for a job seen for the first time.
+            self.jobs.insert(job.id.clone(), Track::default());
+        }
+        let Some(track) = self.jobs.get_mut(&job.id) else {
+            return (job.period_s, now);
+        };
+        let arrivals = job.arrivals;
+        if arrivals > 0.0 {
+            if track.last_active.is_none_or(|at| at + 1 != now) {
+                track.phase_start = now;
+            }
+            track.last_active = Some(now);
+        }
+        if job.period_s.is_some() {
+            track.samples = VecDeque::new();
+            track.last_seen = now;
+            return (job.period_s, track.phase_start);
+        }
+        // Intervals the job was absent from were intervals without activity.
+        let gap = now.saturating_sub(track.last_seen).saturating_sub(1);
+        let gap = usize::try_from(gap).unwrap_or(WINDOW).min(WINDOW);
+        track.samples.extend(std::iter::repeat_n(0.0, gap));
+        track.samples.push_back(arrivals as f32);
+        while track.samples.len() > WINDOW {
+            track.samples.pop_front();
+        }
+        track.last_seen = now;
+        let due = track
+            .last_detection
+            .is_none_or(|at| now >= at + REDETECT_EVERY);
+        if due && track.samples.len() >= MIN_SAMPLES {
+            track.last_detection = Some(now);
+            let samples: Vec<f64> = track.samples.iter().map(|&s| f64::from(s)).collect();
+            if let Some(found) = detect_period(&samples, dt).filter(|d| d.confidence >= CONFIDENT) {
+                track.detected = Some(found.period_s);
+            }
+        }
+        (track.detected, track.phase_start)
+    }
+}
+
+impl Allocator for Set10 {
+    fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
+        let jobs = round.jobs();
+        let mut sets: BTreeMap<SetKey, Vec<usize>> = BTreeMap::new();
+        let mut phase_start = vec![0; jobs.len()];
+        for (i, job) in jobs.iter().enumerate() {
+            let period;
+            (period, phase_start[i]) = self.observe(job, round.interval_s());
+            if job.arrivals > 0.0 {
+                let key = period.map_or(SetKey::Alone(i), |p| {
+                    SetKey::Decade(p.log10().round().clamp(-300.0, 300.0) as i32)
+                });
+                sets.entry(key).or_default().push(i);
+            }
+        }
+        self.interval += 1;
+
+        let demand: Vec<f64> = sets
+            .values()
+            .map(|members| members.iter().map(|&i| jobs[i].arrivals).sum())
+            .collect();
+        let priority: Vec<f64> = sets.keys().map(|k| k.priority()).collect();
+        let shares = water_fill(round.capacity(), &demand, &priority);
+
+        let mut rates = vec![0.0; jobs.len()];
+        for (members, share) in sets.values_mut().zip(shares) {
+            members.sort_by(|&a, &b| {
+                (phase_start[a].cmp(&phase_start[b])).then_with(|| jobs[a].id.cmp(&jobs[b].id))
+            });
+            let mut left = share;
+            for &i in members.iter() {
+                rates[i] = jobs[i].arrivals.min(left);
+                left -= rates[i];
+            }
+        }
+        rates
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, arrivals: f64, period_s: Option<f64>) -> Observation {
+        Observation {
+            period_s,
+            ..Observation::new(id, 0.0, 0.0, arrivals)
+        }
+    }
+
+    #[test]
+    fn short_periods_outrank_long_ones_and_sets_hand_on_what_they_cannot_use() {
+        // Set 0 (period 1 s, priority 1) and set 1 (period 10 s, priority 0.1).
+        let jobs = [
+            job("long", 100.0, Some(10.0)),
+            job("short", 50.0, Some(1.2)),
+        ];
+        let round = Round::new(100.0, 1.0, &jobs).expect("valid round");
+        let rates = Set10::new().allocate(&round);
+        // short's set would get 100/1.1 ≈ 90.9 but asks for 50; long takes the rest.
+        assert_eq!(rates, vec![50.0, 50.0]);
+    }
+
+    #[test]
+    fn access_inside_a_set_is_first_come_first_served() {
+        let mut set10 = Set10::new();
+        let first = [job("b", 80.0, Some(3.0))];
+        set10.allocate(&Round::new(100.0, 1.0, &first).expect("valid round"));
+        let both = [job("a", 80.0, Some(2.0)), job("b", 80.0, Some(3.0))];
+        let rates = set10.allocate(&Round::new(100.0, 1.0, &both).expect("valid round"));
+        // b's phase started first: it is served in full, a gets the rest.
+        assert_eq!(rates, vec![20.0, 80.0]);
+    }
+
+    #[test]
+    fn a_job_of_unknown_period_forms_a_set_of_its_own_until_detected() {
+        let mut set10 = Set10::new();
+        for t in 0..64 {
+            // 'p' does I/O two intervals out of eight; 'k' (period 1 s) always.
+            let burst = if t % 8 < 2 { 100.0 } else { 0.0 };
+            let jobs = [job("k", 100.0, Some(1.0)), job("p", burst, None)];
+            let rates = set10.allocate(&Round::new(100.0, 1.0, &jobs).expect("valid round"));
+            if t == 0 {
+                // Unknown: priority 1/50 against 1, so p gets 100/51.
+                assert!((rates[1] - 100.0 / 51.0).abs() < 1e-9);
+            }
+        }
+        // Detected as 8 s → set 1, priority 0.1: p now gets 100 · 0.1/1.1 (it is
+        // bursting at t = 56, 57 and idle at t = 63; check a burst interval).
+        let jobs = [job("k", 100.0, Some(1.0)), job("p", 100.0, None)];
+        let rates = set10.allocate(&Round::new(100.0, 1.0, &jobs).expect("valid round"));
+        assert!((rates[1] - 100.0 * 0.1 / 1.1).abs() < 1e-9, "{rates:?}");
+    }
+}

@@ -1,0 +1,294 @@
+//! Choosing an algorithm by name, with parameters: one table, [`ALGORITHMS`], says what
+//! each algorithm is called, what it reads and what it takes, and builds it. The
+//! command line, the daemons and the docs all read this table, so a new algorithm is
+//! one entry here.
+
+use std::collections::BTreeMap;
+
+use crate::algo::{
+    AdapTbf, Allocator, Drf, Priority, ProportionalSharing, Psfa, Reservations, Set10,
+    StaticLimits, Uniform,
+};
+use crate::error::{PolicyError, Problem};
+use crate::obs::{JobField, OpsBytes, is_positive};
+
+/// A parameter's value as an administrator writes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParamValue {
+    /// A number.
+    Number(f64),
+    /// A flag.
+    Bool(bool),
+}
+
+/// The parameters given to an algorithm, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Params(BTreeMap<String, ParamValue>);
+
+impl Params {
+    /// No parameters: every algorithm's defaults.
+    pub fn new() -> Self {
+        Params::default()
+    }
+
+    /// Sets parameter `name`.
+    pub fn set(&mut self, name: impl Into<String>, value: ParamValue) -> &mut Self {
+        self.0.insert(name.into(), value);
+        self
+    }
+
+    /// The control interval's length in seconds (`interval_s`, default 1), which every
+    /// algorithm is given with each round.
+    pub fn interval_s(&self) -> Result<f64, PolicyError> {
+        let interval_s = self.number(INTERVAL_S.name)?.unwrap_or(1.0);
+        if !is_positive(interval_s) {
+            return Err(PolicyError::Param {
+                name: INTERVAL_S.name,
+                problem: Problem::NotPositive,
+            });
+        }
+        Ok(interval_s)
+    }
+
+    fn number(&self, name: &'static str) -> Result<Option<f64>, PolicyError> {
+        match self.0.get(name) {
+            None => Ok(None),
+            Some(ParamValue::Number(x)) => Ok(Some(*x)),
+            Some(ParamValue::Bool(_)) => Err(PolicyError::Param {
+                name,
+                problem: Problem::NotNumber,
+            }),
+        }
+    }
+
+    fn flag(&self, name: &'static str) -> Result<Option<bool>, PolicyError> {
+        match self.0.get(name) {
+            None => Ok(None),
+            Some(ParamValue::Bool(b)) => Ok(Some(*b)),
+            Some(ParamValue::Number(_)) => Err(PolicyError::Param {
+                name,
+                problem: Problem::NotBool,
+            }),
+        }
+    }
+}
+
+/// A built algorithm, by the kind of pool it divides.
+pub enum Policy {
+    /// One resource: ops/s or bytes/s.
+    Scalar(Box<dyn Allocator<f64>>),
+    /// Metadata rate and bandwidth together (`drf`).
+    OpsBytes(Box<dyn Allocator<OpsBytes>>),
+}
+
+/// A parameter an algorithm takes.
+#[derive(Debug)]
+pub struct ParamSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// Its default, as text for help and docs.
+    pub default: &'static str,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// The parameter every algorithm takes.
+pub const INTERVAL_S: ParamSpec = ParamSpec {
+    name: "interval_s",
+    default: "1",
+    help: "the control interval in seconds",
+};
+
+/// One algorithm: its name, what it is for, what it reads, what it takes.
+pub struct Spec {
+    /// The name it is chosen by.
+    pub name: &'static str,
+    /// One line on what it is for.
+    pub summary: &'static str,
+    /// The observation fields among `limit`, `usage` and `arrivals` it reads: input
+    /// for it must give them (the others default to 0).
+    pub requires: &'static [JobField],
+    /// Whether it divides a metadata rate and a bandwidth together (`{ops, bytes}`).
+    pub two_resources: bool,
+    /// Its own parameters (besides [`INTERVAL_S`]).
+    pub params: &'static [ParamSpec],
+    build: fn(&Params) -> Result<Policy, PolicyError>,
+}
+
+impl Spec {
+    /// Builds the algorithm; a parameter it does not take, or a bad value, is an error
+    /// that names the parameter.
+    pub fn build(&self, params: &Params) -> Result<Policy, PolicyError> {
+        let takes = || {
+            self.params
+                .iter()
+                .chain([&INTERVAL_S])
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+        };
+        if let Some(name) = params
+            .0
+            .keys()
+            .find(|name| !takes().contains(&name.as_str()))
+        {
+            return Err(PolicyError::UnknownParam {
+                name: name.clone(),
+                algorithm: self.name,
+                takes: takes().join(", "),
+            });
+        }
+        params.interval_s()?;
+        (self.build)(params)
+    }
+}
+
+fn scalar(allocator: impl Allocator + 'static) -> Result<Policy, PolicyError> {
+    Ok(Policy::Scalar(Box::new(allocator)))
+}
+
+/// Every algorithm, in the order the docs present them.
+pub static ALGORITHMS: [Spec; 9] = [
+    Spec {
+        name: "static",
+        summary: "each job gets its limit",
+        requires: &[JobField::Limit],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(StaticLimits),
+    },
+    Spec {
+        name: "uniform",
+        summary: "the same rate for every active job",
+        requires: &[],
+        two_resources: false,
+        params: &[ParamSpec {
+            name: "rate",
+            default: "capacity / active jobs",
+            help: "fixed rate per job",
+        }],
+        build: |p| scalar(Uniform::new(p.number("rate")?)?),
+    },
+    Spec {
+        name: "priority",
+        summary: "fixed shares by weight, no redistribution",
+        requires: &[],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(Priority),
+    },
+    Spec {
+        name: "psharing",
+        summary: "max-min fair share with limits as reservations, leftover by limit",
+        requires: &[JobField::Limit],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(ProportionalSharing),
+    },
+    Spec {
+        name: "psfa",
+        summary: "PADLL's proportional sharing without false allocation",
+        requires: &[JobField::Limit, JobField::Usage],
+        two_resources: false,
+        params: &[ParamSpec {
+            name: "epsilon",
+            default: "0.25",
+            help: "share of the usage-to-limit gap granted for growth",
+        }],
+        build: |p| {
+            scalar(Psfa::new(
+                p.number("epsilon")?.unwrap_or(Psfa::DEFAULT_EPSILON),
+            )?)
+        },
+    },
+    Spec {
+        name: "adaptbf",
+        summary: "AdapTBF's token lending, borrowing and pay-back by node share",
+        requires: &[JobField::Arrivals],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(AdapTbf::new()),
+    },
+    Spec {
+        name: "set10",
+        summary: "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
+        requires: &[JobField::Arrivals],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(Set10::new()),
+    },
+    Spec {
+        name: "reservations",
+        summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
+        requires: &[JobField::Limit, JobField::Arrivals],
+        two_resources: false,
+        params: &[ParamSpec {
+            name: "work_conserving",
+            default: "true",
+            help: "lend unused reservations to jobs that want more",
+        }],
+        build: |p| {
+            scalar(Reservations::new(
+                p.flag("work_conserving")?.unwrap_or(true),
+            ))
+        },
+    },
+    Spec {
+        name: "drf",
+        summary: "dominant resource fairness over metadata ops/s and bytes/s together",
+        requires: &[JobField::Arrivals],
+        two_resources: true,
+        params: &[],
+        build: |_| Ok(Policy::OpsBytes(Box::new(Drf))),
+    },
+];
+
+/// The algorithm called `name`.
+pub fn find(name: &str) -> Result<&'static Spec, PolicyError> {
+    ALGORITHMS
+        .iter()
+        .find(|spec| spec.name == name)
+        .ok_or_else(|| PolicyError::UnknownAlgorithm {
+            name: name.to_owned(),
+            known: ALGORITHMS
+                .iter()
+                .map(|spec| spec.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_field() {
+        let unknown = find("fifo").err().map(|e| e.to_string());
+        assert_eq!(
+            unknown.as_deref(),
+            Some(
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, \
+                 psharing, psfa, adaptbf, set10, reservations, drf)"
+            )
+        );
+        let mut params = Params::new();
+        params.set("epsilon", ParamValue::Number(2.0));
+        let bad = find("psfa").and_then(|s| s.build(&params)).err();
+        assert_eq!(
+            bad.map(|e| e.to_string()).as_deref(),
+            Some("params.epsilon: must be a number between 0 and 1")
+        );
+        let bad = find("priority").and_then(|s| s.build(&params)).err();
+        assert_eq!(
+            bad.map(|e| e.to_string()).as_deref(),
+            Some("params.epsilon: not a parameter of priority (it takes: interval_s)")
+        );
+    }
+
+    #[test]
+    fn every_algorithm_builds_with_its_defaults() {
+        for spec in &ALGORITHMS {
+            assert!(spec.build(&Params::new()).is_ok(), "{}", spec.name);
+        }
+    }
+}

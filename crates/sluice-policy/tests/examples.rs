@@ -1,0 +1,115 @@
+//! The worked examples of docs/algorithms.md, so that the document cannot drift from
+//! the code.
+
+use sluice_policy::algo::{
+    Drf, Priority, ProportionalSharing, Reservations, StaticLimits, Uniform,
+};
+use sluice_policy::{Allocator, Observation, OpsBytes, Round};
+
+/// Jobs `a`, `b`, … with these limits and arrivals (usage = arrivals).
+fn jobs(limits: &[f64], arrivals: &[f64]) -> Vec<Observation> {
+    limits
+        .iter()
+        .zip(arrivals)
+        .zip(["a", "b", "c", "d"])
+        .map(|((&limit, &arrivals), id)| Observation::new(id, limit, arrivals, arrivals))
+        .collect()
+}
+
+fn allocate(allocator: &mut dyn Allocator, capacity: f64, jobs: &[Observation]) -> Vec<f64> {
+    allocator.allocate(&Round::new(capacity, 1.0, jobs).expect("valid round"))
+}
+
+#[test]
+fn static_gives_each_job_its_limit_even_beyond_capacity() {
+    let jobs = jobs(&[60_000.0, 70_000.0], &[0.0, 0.0]);
+    assert_eq!(
+        allocate(&mut StaticLimits, 110_000.0, &jobs),
+        vec![60_000.0, 70_000.0]
+    );
+}
+
+#[test]
+fn uniform_splits_equally_or_gives_the_fixed_rate() {
+    let jobs = jobs(&[0.0; 4], &[0.0; 4]);
+    let mut equal = Uniform::new(None).expect("no rate");
+    assert_eq!(allocate(&mut equal, 110_000.0, &jobs), vec![27_500.0; 4]);
+    let mut fixed = Uniform::new(Some(20_000.0)).expect("valid rate");
+    assert_eq!(allocate(&mut fixed, 110_000.0, &jobs), vec![20_000.0; 4]);
+}
+
+#[test]
+fn priority_shares_by_weight() {
+    let jobs: Vec<Observation> = [1.0, 1.0, 3.0, 5.0]
+        .iter()
+        .zip(["a", "b", "c", "d"])
+        .map(|(&w, id)| Observation {
+            weight: Some(w),
+            ..Observation::new(id, 0.0, 0.0, 0.0)
+        })
+        .collect();
+    assert_eq!(
+        allocate(&mut Priority, 110_000.0, &jobs),
+        vec![11_000.0, 11_000.0, 33_000.0, 55_000.0]
+    );
+}
+
+#[test]
+fn psharing_meets_every_limit_then_shares_the_rest_by_limit() {
+    let jobs = jobs(&[10.0, 20.0, 30.0], &[0.0; 3]);
+    assert_eq!(
+        allocate(&mut ProportionalSharing, 90.0, &jobs),
+        vec![15.0, 30.0, 45.0]
+    );
+}
+
+#[test]
+fn reservations_are_guaranteed_and_unused_capacity_handed_on() {
+    // MB/s: a and b reserve 40 each, c nothing; a asks for 10, b for 70, c for 50.
+    let jobs = jobs(&[40.0, 40.0, 0.0], &[10.0, 70.0, 50.0]);
+    assert_eq!(
+        allocate(&mut Reservations::new(false), 100.0, &jobs),
+        vec![40.0, 40.0, 0.0]
+    );
+    assert_eq!(
+        allocate(&mut Reservations::new(true), 100.0, &jobs),
+        vec![10.0, 70.0, 20.0]
+    );
+    // Over-subscribed: 60 + 60 reserved on 100 are scaled to 50 + 50.
+    let over = self::jobs(&[60.0, 60.0], &[100.0, 100.0]);
+    assert_eq!(
+        allocate(&mut Reservations::new(true), 100.0, &over),
+        vec![50.0, 50.0]
+    );
+}
+
+#[test]
+fn drf_equalises_dominant_shares_across_metadata_and_bandwidth() {
+    const MB: f64 = 1e6;
+    let demand = |ops: f64, mb: f64| OpsBytes {
+        ops,
+        bytes: mb * MB,
+    };
+    // a is metadata-heavy (90 % of the ops), b streams (90 % of the bandwidth).
+    let jobs = [
+        Observation::new(
+            "a",
+            demand(0.0, 0.0),
+            demand(0.0, 0.0),
+            demand(90_000.0, 300.0),
+        ),
+        Observation::new(
+            "b",
+            demand(0.0, 0.0),
+            demand(0.0, 0.0),
+            demand(20_000.0, 900.0),
+        ),
+    ];
+    let round = Round::new(demand(100_000.0, 1000.0), 1.0, &jobs).expect("valid round");
+    let rates = Drf.allocate(&round);
+    // Bandwidth runs out first, when both dominant shares reach 0.75.
+    let close =
+        |a: OpsBytes, b: OpsBytes| (a.ops - b.ops).abs() < 1e-6 && (a.bytes - b.bytes).abs() < 1e-3;
+    assert!(close(rates[0], demand(75_000.0, 250.0)), "{rates:?}");
+    assert!(close(rates[1], demand(50_000.0 / 3.0, 750.0)), "{rates:?}");
+}

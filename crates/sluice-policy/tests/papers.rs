@@ -1,0 +1,167 @@
+//! The scenarios of the papers the algorithms follow, number for number.
+
+use sluice_policy::algo::{AdapTbf, ProportionalSharing, Psfa};
+use sluice_policy::{Allocator, Observation, Round};
+
+/// PADLL's per-job QoS setting (Table 1): a metadata server taking Max_R = 110 kops/s
+/// shared by four jobs whose demands add up to it.
+const MAX_R: f64 = 110_000.0;
+const DEMANDS: [(&str, f64); 4] = [
+    ("job1", 15_000.0),
+    ("job2", 25_000.0),
+    ("job3", 30_000.0),
+    ("job4", 40_000.0),
+];
+
+/// The jobs of `DEMANDS` named in `usage`, each using that much.
+fn padll_jobs(usage: &[(&str, f64)]) -> Vec<Observation> {
+    usage
+        .iter()
+        .map(|&(id, used)| {
+            let demand = DEMANDS.iter().find(|d| d.0 == id).map_or(0.0, |d| d.1);
+            Observation::new(id, demand, used, used)
+        })
+        .collect()
+}
+
+fn psfa(usage: &[(&str, f64)]) -> Vec<f64> {
+    let jobs = padll_jobs(usage);
+    Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"))
+}
+
+fn assert_close(actual: &[f64], expected: &[f64]) {
+    assert_eq!(actual.len(), expected.len());
+    for (a, e) in actual.iter().zip(expected) {
+        assert!((a - e).abs() < 1e-6, "{actual:?} != {expected:?}");
+    }
+}
+
+#[test]
+fn padll_psfa_jobs_at_their_demand_get_exactly_their_demand() {
+    let rates = psfa(&DEMANDS);
+    assert_eq!(rates, vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+}
+
+#[test]
+fn padll_psfa_a_job_below_its_demand_keeps_room_to_grow_and_lends_the_rest() {
+    // job1 uses 5 of its 15 kops/s: it is held at 5 + 0.25·10 = 7.5 kops/s (no false
+    // allocation of the 10 it does not use); the 7.5 left go to all in proportion to
+    // usage (5:25:30:40).
+    let rates = psfa(&[
+        ("job1", 5_000.0),
+        ("job2", 25_000.0),
+        ("job3", 30_000.0),
+        ("job4", 40_000.0),
+    ]);
+    assert_eq!(rates, vec![7_875.0, 26_875.0, 32_250.0, 43_000.0]);
+}
+
+#[test]
+fn padll_psfa_a_job_above_its_demand_is_held_to_it() {
+    let rates = psfa(&[
+        ("job1", 15_000.0),
+        ("job2", 25_000.0),
+        ("job3", 30_000.0),
+        ("job4", 60_000.0),
+    ]);
+    assert_eq!(rates, vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+}
+
+#[test]
+fn padll_psfa_when_a_job_ends_the_others_share_its_rate_by_usage() {
+    let rates = psfa(&[("job2", 25_000.0), ("job3", 30_000.0), ("job4", 40_000.0)]);
+    let left = MAX_R - 95_000.0;
+    assert_close(
+        &rates,
+        &[
+            25_000.0 + left * 25.0 / 95.0,
+            30_000.0 + left * 30.0 / 95.0,
+            40_000.0 + left * 40.0 / 95.0,
+        ],
+    );
+    assert_eq!(psfa(&[("job4", 40_000.0)]), vec![MAX_R]);
+}
+
+#[test]
+fn padll_proportional_sharing_serves_small_demands_first() {
+    // Demands above Max_R: job4 (60) is cut to what the others leave.
+    let jobs = [
+        Observation::new("job1", 15_000.0, 0.0, 0.0),
+        Observation::new("job2", 25_000.0, 0.0, 0.0),
+        Observation::new("job3", 30_000.0, 0.0, 0.0),
+        Observation::new("job4", 60_000.0, 0.0, 0.0),
+    ];
+    let rates = ProportionalSharing.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    assert_eq!(rates, vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+}
+
+/// AdapTBF's setting: four jobs holding 10/10/30/50 % of the compute nodes, a server
+/// of 1000 tokens/s, 1 s intervals.
+fn adaptbf_step(tbf: &mut AdapTbf, arrivals: [f64; 4]) -> Vec<f64> {
+    let jobs: Vec<Observation> = [("a", 1), ("b", 1), ("c", 3), ("d", 5)]
+        .iter()
+        .zip(arrivals)
+        .map(|(&(id, nodes), arrivals)| Observation {
+            nodes: Some(nodes),
+            ..Observation::new(id, 0.0, 0.0, arrivals)
+        })
+        .collect();
+    tbf.allocate(&Round::new(1000.0, 1.0, &jobs).expect("valid round"))
+}
+
+fn record(tbf: &AdapTbf, id: &str) -> i64 {
+    tbf.records().find(|r| r.0 == id).map_or(0, |r| r.1)
+}
+
+#[test]
+fn adaptbf_busy_jobs_get_their_priority_shares() {
+    let mut tbf = AdapTbf::new();
+    assert_eq!(
+        adaptbf_step(&mut tbf, [1000.0; 4]),
+        vec![100.0, 100.0, 300.0, 500.0]
+    );
+    assert!(tbf.records().all(|(_, r)| r == 0));
+}
+
+#[test]
+fn adaptbf_a_burst_borrows_what_an_idle_job_lends() {
+    let mut tbf = AdapTbf::new();
+    // d needs 100 of its 500 tokens; a bursts to 600.
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 100.0]);
+    assert_eq!(rates, vec![500.0, 100.0, 300.0, 100.0]);
+    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (400, -400));
+}
+
+#[test]
+fn adaptbf_shares_are_over_active_jobs_and_surplus_goes_to_the_burst() {
+    let mut tbf = AdapTbf::new();
+    // d has no arrivals: the 1000 tokens are shared by a, b, c as 1:1:3 (200, 200,
+    // 600), and b's and c's surplus (100 + 300) is lent to a.
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 0.0]);
+    assert_eq!(rates, vec![600.0, 100.0, 300.0, 0.0]);
+    let records: Vec<i64> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| record(&tbf, id))
+        .collect();
+    assert_eq!(records, vec![-400, 100, 300, 0]);
+}
+
+#[test]
+fn adaptbf_a_lender_is_paid_back_when_it_needs_its_tokens() {
+    let mut tbf = AdapTbf::new();
+    adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 100.0]);
+    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (400, -400));
+    // d needs all of its 500 and more; a, still bursting, has no surplus to lend, and
+    // pays back from its 100 tokens what C = min(1, 100 lacking / 100 held) allows.
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+    assert_eq!(rates, vec![0.0, 100.0, 300.0, 600.0]);
+    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (300, -300));
+    // Pay-back goes on, at most min(|r|, ⌊C·α_RD⌋) per interval, until the debt is
+    // settled; then both are back to their priority shares.
+    for _ in 0..3 {
+        adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+    }
+    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (0, 0));
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+    assert_eq!(rates, vec![100.0, 100.0, 300.0, 500.0]);
+}

@@ -1,0 +1,178 @@
+//! Invariants every algorithm keeps, over random inputs and sequences of intervals.
+
+use proptest::prelude::*;
+use sluice_policy::algo::AdapTbf;
+use sluice_policy::registry::{self, ALGORITHMS, Params, Policy};
+use sluice_policy::{Allocator, Observation, OpsBytes, Round};
+
+/// A rate that is sometimes exactly zero: idle jobs are the interesting edge.
+fn rate() -> impl Strategy<Value = f64> {
+    prop_oneof![Just(0.0), 0.0..100_000.0]
+}
+
+fn job(i: usize) -> impl Strategy<Value = Observation> {
+    (
+        rate(),
+        rate(),
+        rate(),
+        proptest::option::of(0.1..10.0f64),
+        proptest::option::of(1..64u32),
+        proptest::option::of(0.1..1000.0f64),
+    )
+        .prop_map(
+            move |(limit, usage, arrivals, weight, nodes, period_s)| Observation {
+                weight,
+                nodes,
+                period_s,
+                ..Observation::new(format!("j{i}"), limit, usage, arrivals)
+            },
+        )
+}
+
+/// One interval: a subset of twelve possible jobs (the absent ones are inactive).
+fn interval() -> impl Strategy<Value = Vec<Observation>> {
+    (0..12usize)
+        .map(|i| proptest::option::weighted(0.7, job(i)))
+        .collect::<Vec<_>>()
+        .prop_map(|jobs| jobs.into_iter().flatten().collect())
+}
+
+/// A pool, an interval length and a few intervals.
+fn scenario() -> impl Strategy<Value = (f64, f64, Vec<Vec<Observation>>)> {
+    (
+        1.0..500_000.0f64,
+        prop_oneof![Just(0.5), Just(1.0), Just(2.0)],
+        proptest::collection::vec(interval(), 1..5),
+    )
+}
+
+fn scalar(name: &str) -> Box<dyn Allocator> {
+    match registry::find(name).and_then(|spec| spec.build(&Params::new())) {
+        Ok(Policy::Scalar(allocator)) => allocator,
+        _ => panic!("{name} divides one resource"),
+    }
+}
+
+/// Runs `name` over the scenario's intervals; the rates of each.
+fn run(
+    name: &str,
+    capacity: f64,
+    interval_s: f64,
+    intervals: &[Vec<Observation>],
+) -> Vec<Vec<f64>> {
+    let mut allocator = scalar(name);
+    intervals
+        .iter()
+        .map(|jobs| {
+            let round = Round::new(capacity, interval_s, jobs).expect("valid round");
+            allocator.allocate(&round)
+        })
+        .collect()
+}
+
+fn near(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn rates_are_finite_non_negative_bounded_and_reproducible(
+        (capacity, interval_s, intervals) in scenario()
+    ) {
+        for spec in ALGORITHMS.iter().filter(|s| !s.two_resources) {
+            let rates = run(spec.name, capacity, interval_s, &intervals);
+            prop_assert_eq!(&rates, &run(spec.name, capacity, interval_s, &intervals));
+            for (jobs, rates) in intervals.iter().zip(&rates) {
+                prop_assert_eq!(rates.len(), jobs.len());
+                prop_assert!(rates.iter().all(|r| r.is_finite() && *r >= 0.0), "{}", spec.name);
+                let sum: f64 = rates.iter().sum();
+                // static and uniform give what the administrator set, whatever it adds to.
+                if !matches!(spec.name, "static" | "uniform") {
+                    prop_assert!(sum <= capacity * (1.0 + 1e-9), "{}: {} > {}", spec.name, sum, capacity);
+                }
+                if matches!(spec.name, "psharing" | "psfa") && !jobs.is_empty() {
+                    prop_assert!(near(sum, capacity), "{}: {} != {}", spec.name, sum, capacity);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn psharing_is_max_min_fair((capacity, _, intervals) in scenario()) {
+        for (jobs, rates) in intervals.iter().zip(run("psharing", capacity, 1.0, &intervals)) {
+            let limits: f64 = jobs.iter().map(|j| j.limit).sum();
+            for (job, rate) in jobs.iter().zip(&rates) {
+                if limits <= capacity {
+                    // Every limit met; the rest handed out on top.
+                    prop_assert!(*rate >= job.limit * (1.0 - 1e-9));
+                } else {
+                    // Nobody above its limit, and nobody held below its limit while
+                    // another job gets more than it.
+                    prop_assert!(*rate <= job.limit * (1.0 + 1e-9) + 1e-9);
+                    if *rate < job.limit * (1.0 - 1e-9) {
+                        prop_assert!(rates.iter().all(|other| *other <= rate * (1.0 + 1e-9) + 1e-9));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adaptbf_hands_out_every_token_and_records_balance(
+        (capacity, interval_s, intervals) in scenario()
+    ) {
+        let mut tbf = AdapTbf::new();
+        for jobs in &intervals {
+            let rates = tbf.allocate(&Round::new(capacity, interval_s, jobs).expect("valid round"));
+            let tokens: Vec<f64> = rates.iter().map(|r| r * interval_s).collect();
+            prop_assert!(tokens.iter().all(|t| near(*t, t.round())));
+            let total: f64 = tokens.iter().map(|t| t.round()).sum();
+            if jobs.iter().any(|j| j.arrivals > 0.0) {
+                prop_assert_eq!(total, (capacity * interval_s).floor());
+            } else {
+                prop_assert_eq!(total, 0.0);
+            }
+            prop_assert_eq!(tbf.records().map(|(_, r)| r).sum::<i64>(), 0);
+        }
+    }
+
+    #[test]
+    fn drf_stays_within_both_capacities_and_each_demand(
+        ops in 1.0..200_000.0f64,
+        bytes in 1.0..1e10f64,
+        demands in proptest::collection::vec((rate(), 0.0..1e10f64, proptest::option::of(0.1..10.0f64)), 0..12),
+    ) {
+        let jobs: Vec<Observation<OpsBytes>> = demands
+            .iter()
+            .enumerate()
+            .map(|(i, &(o, b, weight))| {
+                let arrivals = OpsBytes { ops: o, bytes: b };
+                Observation { weight, ..Observation::new(format!("j{i}"), arrivals, arrivals, arrivals) }
+            })
+            .collect();
+        let capacity = OpsBytes { ops, bytes };
+        let round = Round::new(capacity, 1.0, &jobs).expect("valid round");
+        let Ok(Policy::OpsBytes(mut drf)) = registry::find("drf").and_then(|s| s.build(&Params::new())) else {
+            panic!("drf divides two resources");
+        };
+        let rates = drf.allocate(&round);
+        prop_assert_eq!(&rates, &drf.allocate(&round));
+        for (job, rate) in jobs.iter().zip(&rates) {
+            prop_assert!(rate.ops.is_finite() && rate.ops >= 0.0 && rate.bytes.is_finite() && rate.bytes >= 0.0);
+            prop_assert!(rate.ops <= job.arrivals.ops * (1.0 + 1e-9));
+            prop_assert!(rate.bytes <= job.arrivals.bytes * (1.0 + 1e-9));
+        }
+        let used = [rates.iter().map(|r| r.ops).sum::<f64>(), rates.iter().map(|r| r.bytes).sum()];
+        let full = [used[0] >= ops * (1.0 - 1e-9), used[1] >= bytes * (1.0 - 1e-9)];
+        prop_assert!(used[0] <= ops * (1.0 + 1e-9) && used[1] <= bytes * (1.0 + 1e-9));
+        // Progressive filling stops a job only at its demand or at an exhausted
+        // resource it uses.
+        for (job, rate) in jobs.iter().zip(&rates) {
+            let met = rate.ops >= job.arrivals.ops * (1.0 - 1e-9) && rate.bytes >= job.arrivals.bytes * (1.0 - 1e-9);
+            let blocked = (job.arrivals.ops > 0.0 && full[0]) || (job.arrivals.bytes > 0.0 && full[1]);
+            prop_assert!(met || blocked, "{:?} got {:?}", job.arrivals, rate);
+        }
+    }
+}
