@@ -1,6 +1,101 @@
 //! `sluice`: one binary for the whole of sluice.
+//!
+//! Every subcommand lives in a module of its own; this file only parses the command line
+//! and maps errors to exit codes, in one place: 0 success, 1 a failure while working,
+//! 2 bad input (nothing was changed or run), and for `sluice run` the command's own status.
 
 mod alloc;
+mod bench;
+mod demo;
+mod identity;
+mod load;
 mod rule_cmd;
+mod run;
+mod segment_file;
 
-fn main() {}
+use clap::{Parser, Subcommand};
+
+/// I/O quality of service for HPC clusters: hold the file-system requests of jobs to the
+/// rates an administrator sets, per job, user, operation and class, from the compute
+/// nodes, with no change to applications or file systems.
+#[derive(Parser, Debug)]
+#[command(name = "sluice", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command under rules, with no daemon.
+    Run(run::RunArgs),
+    /// Check rules written in the rule language.
+    #[command(subcommand)]
+    Rule(rule_cmd::RuleCmd),
+    Alloc(alloc::AllocArgs),
+    /// Drive a closed-loop file-system load and print the achieved rate every second.
+    Load(load::LoadArgs),
+    /// Measure sluice's own costs.
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
+    /// Show two jobs held to their limits, live.
+    Demo(demo::DemoArgs),
+}
+
+/// Bad input: reported with exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => a.run(),
+        Command::Rule(c) => c.run(),
+        Command::Alloc(a) => a.run(),
+        Command::Load(a) => a.run(),
+        Command::Bench(c) => c.run(),
+        Command::Demo(a) => a.run(),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sluice: {}", one_line(&e));
+            if is_bad_input(&e) { 2 } else { 1 }
+        }
+    };
+    std::process::exit(code);
+}
+
+/// The error and its causes on one line, outermost first; a cause whose text the line
+/// already holds is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if !line.contains(&cause) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&cause);
+        }
+    }
+    line
+}
+
+/// Errors about what the administrator typed, as opposed to failures while working.
+fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<Usage>()
+            || c.is::<sluice_core::rule::ParseError>()
+            || c.is::<sluice_core::rule::RulesFileError>()
+            || c.is::<sluice_core::path::PlaceError>()
+            || c.is::<sluice_workload::load::LoadError>()
+    })
+}

@@ -1,3 +1,15 @@
 //! # sluice-workload
 //!
-//! Load generators and measurement (placeholder: being written).
+//! Load generators and measurements for sluice:
+//!
+//! - [`load`]: a closed-loop load of chosen file-system operations on a directory, by
+//!   several threads, reporting the achieved rate every second; run it under
+//!   `sluice run` to see a rule hold it.
+//! - [`bench_stage`]: the stage's admission path measured in process (managed with a
+//!   rule that never throttles, unmanaged, and scaling over threads).
+//!
+//! Loads call libc directly, one call per operation, so that what the stage counts is
+//! exactly what the load did.
+
+pub mod bench_stage;
+pub mod load;

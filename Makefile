@@ -1,0 +1,46 @@
+# sluice — build, demo, test, bench. Every target installs what it needs.
+CARGO ?= cargo
+BIN   := target/release/sluice
+STAGE := target/release/libsluice_stage.so
+
+.PHONY: all build demo test fmt-check clippy rust-tests conformance bench docs clean
+
+all: build
+
+build:
+	$(CARGO) build --release --workspace
+
+## The main job: two jobs held to their rules, live, on this node; nothing to start by hand.
+demo: build
+	$(BIN) demo
+
+## Everything CI runs: format, lints, unit and integration tests, conformance suites.
+test: fmt-check clippy build rust-tests conformance
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+# Unit, property, doc and integration tests; the integration tests preload the real
+# stage (built above) into real programs.
+rust-tests: build
+	$(CARGO) test --release --workspace
+
+conformance: build
+	bash tests/conformance/run-all.sh
+
+## Figures, not tests: the stage's admission path, real stat and open loops with and
+## without the stage, and the control algorithms.
+bench: build
+	@$(BIN) bench stage --threads 2
+	@bash tests/bench/loops.sh
+	@$(BIN) bench alloc
+
+## Regenerate docs/operations.md from the hook table.
+docs:
+	SLUICE_BLESS=1 $(CARGO) test --release -p sluice-stage operations_doc
+
+clean:
+	$(CARGO) clean

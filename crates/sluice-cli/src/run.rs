@@ -1,0 +1,168 @@
+//! `sluice run`: a command under rules, with no daemon.
+
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use anyhow::{Context, Result, bail};
+use sluice_core::classify::Compiled;
+use sluice_core::config::StageConfig;
+use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
+use sluice_core::segment::MAX_RULES;
+use sluice_core::stats::Stats;
+
+use crate::identity;
+use crate::segment_file::{SHM_DIR, SegmentFile};
+
+/// Run a command with the stage preloaded, holding its file-system calls (and those of
+/// every process it starts) to the rules given. No daemon is needed.
+///
+/// Rules are tried in order, first match wins: `--rule` options in the order given, then
+/// the rules of `--rules FILE`. Without `--mount` or `--fs-type`, every path is managed
+/// except /proc, /sys, /dev and /run.
+///
+/// Example: sluice run --rule 'op=getattr rate=5k/s' --mount /scratch --stats s.json -- ./app
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// A rule, e.g. 'md: op=getattr,open rate=5k/s' or 'class=data size>=1MiB rate=50MiB/s'
+    /// (repeatable; see docs/rules.md).
+    #[arg(long = "rule", value_name = "RULE")]
+    rules: Vec<String>,
+    /// A TOML file of rules (see docs/rules.md), tried after the --rule options.
+    #[arg(long = "rules", value_name = "FILE")]
+    rules_file: Option<PathBuf>,
+    /// Manage this file system or directory (repeatable).
+    #[arg(long = "mount", value_name = "PATH")]
+    mounts: Vec<String>,
+    /// Manage every mount of these file-system types, from /proc/self/mountinfo
+    /// (e.g. lustre,beegfs,gpfs,nfs,nfs4,ceph,fuse.*).
+    #[arg(long = "fs-type", value_name = "TYPE[,TYPE]", value_delimiter = ',')]
+    fs_types: Vec<String>,
+    /// Job identifier; default: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID,
+    /// SLUICE_JOB_ID, else EXE.UID.
+    #[arg(long)]
+    job: Option<String>,
+    /// Write the job's counters as JSON to FILE ('-' for stdout) when the command ends.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+impl RunArgs {
+    /// Runs the command; returns its exit status (128 + signal when it was killed).
+    pub fn run(&self) -> Result<i32> {
+        let config = self.config()?;
+        let stage = stage_path()?;
+        let seg = SegmentFile::create(Path::new(SHM_DIR), &config)?;
+        let mut preload = stage.display().to_string();
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            preload = format!("{preload}:{}", old.to_string_lossy());
+        }
+        let mut cmd = Command::new(&self.command[0]);
+        cmd.args(&self.command[1..])
+            .env("LD_PRELOAD", preload)
+            .env("SLUICE_SEGMENT", seg.path());
+        // SAFETY: the closure only resets signal dispositions, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            })
+        };
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot run '{}'", self.command[0]))?;
+        CHILD.store(child.id() as i32, Ordering::Relaxed);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            // SAFETY: `forward` is an async-signal-safe handler.
+            unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
+        }
+        let status = child.wait().context("cannot wait for the command")?;
+        let code = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        if let Some(out) = &self.stats {
+            let stats = Stats::new(&config.job, &config.rules, &seg.segment().totals());
+            write_stats(out, &stats)?;
+        }
+        Ok(code)
+    }
+
+    /// Everything the stage needs, checked before anything runs.
+    fn config(&self) -> Result<StageConfig> {
+        let mut rules: Vec<Rule> = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            rules.push(parse_rule(r).with_context(|| format!("--rule #{} '{r}'", i + 1))?);
+        }
+        if let Some(f) = &self.rules_file {
+            rules.extend(RulesFile::load(f)?);
+        }
+        if rules.len() > MAX_RULES {
+            bail!(
+                "{} rules given; a job holds at most {MAX_RULES}",
+                rules.len()
+            );
+        }
+        let exe = identity::exe_name(&self.command[0]).to_owned();
+        let job = identity::job_id(self.job.as_deref(), &exe);
+        let uid = identity::real_uid();
+        let config = StageConfig {
+            job: job.clone(),
+            user: identity::user_name(uid),
+            mounts: self.mounts.clone(),
+            fs_types: self.fs_types.clone(),
+            rules,
+        };
+        // Compile once here so that a bad mount or rule is reported before CMD runs.
+        let id = Identity {
+            job,
+            uid,
+            user: config.user.clone(),
+            exe,
+        };
+        let mounts = (!config.mounts.is_empty()).then_some(&config.mounts[..]);
+        Compiled::new(&config.rules, &id, mounts).context("--mount")?;
+        Ok(config)
+    }
+}
+
+/// The stage library: `SLUICE_STAGE`, else `libsluice_stage.so` next to this binary.
+pub fn stage_path() -> Result<PathBuf> {
+    let path = match std::env::var_os("SLUICE_STAGE") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()
+            .context("cannot find the sluice binary")?
+            .with_file_name("libsluice_stage.so"),
+    };
+    if !path.is_file() {
+        bail!(
+            "stage library {} not found (build it with `make`, or set SLUICE_STAGE)",
+            path.display()
+        );
+    }
+    Ok(path.canonicalize()?)
+}
+
+fn write_stats(out: &Path, stats: &Stats) -> Result<()> {
+    let text = serde_json::to_string_pretty(stats)? + "\n";
+    if out == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(out, text).with_context(|| format!("cannot write --stats {}", out.display()))
+}
