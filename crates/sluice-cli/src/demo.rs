@@ -6,6 +6,8 @@ use std::sync::mpsc;
 
 use anyhow::{Context, Result};
 
+use sluice_workload::plot::{Series, svg};
+
 use crate::Usage;
 
 /// Run two jobs at once on this node, each a metadata load under its own rule, and print
@@ -19,6 +21,9 @@ pub struct DemoArgs {
     /// Directory to work in (default: a new one under the system's temporary directory).
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
+    /// Also write the per-second rates to OUT/demo.csv and a chart to OUT/demo.svg.
+    #[arg(long, value_name = "OUT")]
+    out: Option<std::path::PathBuf>,
 }
 
 struct Job {
@@ -41,7 +46,7 @@ const JOBS: [Job; 2] = [
         name: "post",
         rule: "post-md: class=metadata rate=500/s",
         limit: 500.0,
-        ops: "open,getattr,setattr",
+        ops: "getattr,access,setattr",
         threads: "4",
     },
 ];
@@ -135,6 +140,9 @@ impl DemoArgs {
         for mut c in children {
             c.wait()?;
         }
+        if let Some(out) = &self.out {
+            write_figures(out, &rows)?;
+        }
         println!("\nsummary (mean of whole seconds):");
         for (i, j) in JOBS.iter().enumerate() {
             let v: Vec<u64> = rows.iter().filter_map(|r| r[i]).collect();
@@ -149,6 +157,33 @@ impl DemoArgs {
         }
         Ok(0)
     }
+}
+
+/// The run as CSV (second, then each job's rate) and as a chart.
+fn write_figures(out: &std::path::Path, rows: &[[Option<u64>; 2]]) -> Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut csv = format!("second,{},{}\n", JOBS[0].name, JOBS[1].name);
+    for (i, r) in rows.iter().enumerate() {
+        csv += &format!("{},{},{}\n", i + 1, r[0].unwrap_or(0), r[1].unwrap_or(0));
+    }
+    let series: Vec<Series> = JOBS
+        .iter()
+        .enumerate()
+        .map(|(i, j)| Series {
+            name: format!("{} ({})", j.name, j.rule),
+            values: rows.iter().map(|r| r[i].unwrap_or(0) as f64).collect(),
+            limit: Some(j.limit),
+        })
+        .collect();
+    let svg = svg(
+        "sluice demo: achieved rate against each job's limit",
+        "operations per second",
+        &series,
+    );
+    std::fs::write(out.join("demo.csv"), csv)?;
+    std::fs::write(out.join("demo.svg"), svg)?;
+    println!("\nwrote {0}/demo.csv and {0}/demo.svg", out.display());
+    Ok(())
 }
 
 fn cell(n: Option<u64>, limit: f64) -> String {

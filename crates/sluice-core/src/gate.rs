@@ -5,13 +5,11 @@
 //! own: the caller passes a [`Clock`], which in the stage is `clock_gettime` and
 //! `clock_nanosleep`.
 
-use std::sync::atomic::Ordering;
-
 use crate::bucket::{LocalCache, reserve};
 use crate::classify::{Channel, Compiled};
 use crate::op::Op;
 use crate::path::PlaceIdx;
-use crate::segment::{MAX_RULES, Segment, Shard};
+use crate::segment::{MAX_RULES, SHARDS, Segment, Shard, bump};
 
 /// How long a thread held by a zero rate sleeps before it looks at the rate again.
 pub const HOLD_POLL_NS: u64 = 10_000_000;
@@ -45,12 +43,13 @@ impl ThreadState {
         }
     }
 
+    /// This thread's shard, and whether the thread owns it (is its only writer).
     #[inline]
-    fn shard<'s>(&mut self, segment: &'s Segment) -> &'s Shard {
+    fn shard<'s>(&mut self, segment: &'s Segment) -> (&'s Shard, bool) {
         if self.shard == usize::MAX {
             self.shard = segment.next_shard();
         }
-        segment.shard(self.shard)
+        (segment.shard(self.shard), self.shard < SHARDS)
     }
 }
 
@@ -88,14 +87,11 @@ pub struct Gate<'a> {
 }
 
 impl Gate<'_> {
-    /// Counts a call on an unmanaged target in counter shard `shard` (any number: callers
-    /// spread their counts, by CPU for instance, so that they rarely share a line).
+    /// Counts a call on an unmanaged target.
     #[inline]
-    pub fn unmanaged(&self, shard: usize) {
-        self.segment
-            .shard(shard)
-            .unmanaged
-            .fetch_add(1, Ordering::Relaxed);
+    pub fn unmanaged(&self, ts: &mut ThreadState) {
+        let (shard, owned) = ts.shard(self.segment);
+        bump(&shard.unmanaged, 1, owned);
     }
 
     /// Admits `op` on a managed target in `place`: finds its rule, reserves its cost and
@@ -148,10 +144,11 @@ impl Gate<'_> {
             if admit_at.is_some_and(|at| at <= now) {
                 return now - arrived;
             }
-            let waiting = &ts.shard(self.segment).rules[rule].waiting;
-            waiting.fetch_add(1, Ordering::Relaxed);
+            let (shard, owned) = ts.shard(self.segment);
+            let waiting = &shard.rules[rule].waiting;
+            bump(waiting, 1, owned);
             clock.sleep_until(admit_at.unwrap_or(now + HOLD_POLL_NS));
-            waiting.fetch_sub(1, Ordering::Relaxed);
+            bump(waiting, u64::MAX, owned); // minus one, wrapping
             now = clock.now_ns();
             if let Some(at) = admit_at {
                 return now.max(at) - arrived;
@@ -164,20 +161,20 @@ impl Gate<'_> {
     /// delays the next caller, so a bytes rule holds for calls of unknown size too.
     #[inline]
     pub fn finish(&self, ts: &mut ThreadState, clock: &impl Clock, ticket: Ticket, moved: u64) {
-        let shard = ts.shard(self.segment);
+        let (shard, owned) = ts.shard(self.segment);
         let c = &shard.ops[ticket.op.index()];
-        c.calls.fetch_add(1, Ordering::Relaxed);
+        bump(&c.calls, 1, owned);
         if moved > 0 {
-            c.bytes.fetch_add(moved, Ordering::Relaxed);
+            bump(&c.bytes, moved, owned);
         }
         let Some(ch) = ticket.channel else { return };
         let r = &shard.rules[ch.rule as usize];
-        r.admitted.fetch_add(1, Ordering::Relaxed);
+        bump(&r.admitted, 1, owned);
         if ticket.waited_ns > 0 {
-            r.wait_ns.fetch_add(ticket.waited_ns, Ordering::Relaxed);
+            bump(&r.wait_ns, ticket.waited_ns, owned);
         }
         if ch.bytes {
-            r.bytes.fetch_add(ch.cost.max(moved), Ordering::Relaxed);
+            bump(&r.bytes, ch.cost.max(moved), owned);
             if moved > ch.cost {
                 let bucket = self.segment.bucket(ch.rule as usize);
                 let _ = reserve(bucket, bucket.limit(), clock.now_ns(), moved - ch.cost);

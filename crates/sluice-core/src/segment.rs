@@ -5,8 +5,9 @@
 //! job. It holds the stage's configuration (rules, managed places, job identity) as text,
 //! one GCRA bucket per rule, and counters. Everything written after creation is an atomic,
 //! and nothing is guarded by a lock, so a process killed at any instant leaves the segment
-//! consistent. Counters are sharded by thread so that threads on different cores do not
-//! write one cache line; readers add the shards up.
+//! consistent. Each thread owns a shard of counters that only it writes, so counting is
+//! a plain load and store on a line no other core touches; threads beyond the shards a
+//! segment holds share one last shard through atomic additions. Readers add them up.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,8 +17,9 @@ use crate::op::Op;
 
 /// Most rules a segment holds.
 pub const MAX_RULES: usize = 64;
-/// Counter shards; a thread writes the shard its sequence number picks.
-pub const SHARDS: usize = 16;
+/// Counter shards a thread may own alone (one more is shared by any threads beyond).
+/// Untouched shards cost no memory: the segment is a sparse file on tmpfs.
+pub const SHARDS: usize = 256;
 /// Bytes reserved for the configuration text.
 pub const CONFIG_LEN: usize = 60 * 1024;
 
@@ -131,7 +133,7 @@ pub struct Segment {
     header: Header,
     config: UnsafeCell<[u8; CONFIG_LEN]>,
     buckets: [SharedBucket; MAX_RULES],
-    shards: [Shard; SHARDS],
+    shards: [Shard; SHARDS + 1],
 }
 
 // SAFETY: every field is an atomic except `config`, which is written only by `init` before
@@ -196,15 +198,15 @@ impl Segment {
         &self.buckets[i]
     }
 
-    /// Counter shard `i`.
+    /// Counter shard `i`; [`SHARDS`] and above is the shared one.
     #[inline]
     pub fn shard(&self, i: usize) -> &Shard {
-        &self.shards[i % SHARDS]
+        &self.shards[i.min(SHARDS)]
     }
 
-    /// A shard number for a new thread: threads spread over the shards in turn.
+    /// A shard for a new thread: one of its own while any is left, else the shared one.
     pub fn next_shard(&self) -> usize {
-        self.header.thread_seq.fetch_add(1, Ordering::Relaxed) as usize % SHARDS
+        (self.header.thread_seq.fetch_add(1, Ordering::Relaxed) as usize).min(SHARDS)
     }
 
     /// Sums the shards.
@@ -224,6 +226,20 @@ impl Segment {
             t.unmanaged += s.unmanaged.load(Ordering::Relaxed);
         }
         t
+    }
+}
+
+/// Adds `v` to a counter: a plain load and store when the caller owns the shard (its only
+/// writer), an atomic addition in the shared shard.
+#[inline(always)]
+pub fn bump(counter: &AtomicU64, v: u64, owned: bool) {
+    if owned {
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(v),
+            Ordering::Relaxed,
+        );
+    } else {
+        counter.fetch_add(v, Ordering::Relaxed);
     }
 }
 
@@ -294,7 +310,7 @@ mod tests {
         seg.shard(3).ops[Op::Getattr.index()]
             .calls
             .fetch_add(2, Ordering::Relaxed);
-        seg.shard(19).ops[Op::Getattr.index()]
+        seg.shard(SHARDS + 9).ops[Op::Getattr.index()]
             .calls
             .fetch_add(1, Ordering::Relaxed);
         assert_eq!(seg.totals().ops[Op::Getattr.index()].calls, 3);
@@ -302,6 +318,6 @@ mod tests {
 
     #[test]
     fn segment_is_small_enough_to_map_per_job() {
-        const { assert!(Segment::SIZE < 256 * 1024 && Segment::SIZE.is_multiple_of(64)) };
+        const { assert!(Segment::SIZE < 1024 * 1024 && Segment::SIZE.is_multiple_of(64)) };
     }
 }

@@ -1,22 +1,38 @@
 //! The stage's log: a file named by `SLUICE_LOG`, never the application's stdout or stderr.
 //!
-//! Lines are formatted into a stack buffer and written with one raw `write` on an
-//! `O_APPEND` descriptor, so lines from several processes do not interleave and logging
-//! never allocates. Without `SLUICE_LOG` the stage is silent.
+//! Each line is formatted into a stack buffer and written by opening the file, one raw
+//! `write` with `O_APPEND`, and closing it: the stage keeps no descriptor that a program
+//! closing every descriptor at start could take over, lines from several processes do
+//! not interleave, and logging never allocates. Without `SLUICE_LOG` the stage is silent.
 
+use std::cell::UnsafeCell;
+use std::ffi::CStr;
 use std::fmt::{self, Write as _};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::sys;
 
-static LOG_FD: AtomicI32 = AtomicI32::new(-1);
+const PATH_LEN: usize = 1024;
 
-/// Opens the log file named by `path`, if any.
-pub fn open(path: Option<&std::ffi::CStr>) {
+struct LogPath(UnsafeCell<[u8; PATH_LEN]>);
+
+// SAFETY: written once by `open` before `ENABLED` is published with Release, read only
+// after it is observed with Acquire.
+unsafe impl Sync for LogPath {}
+
+static PATH: LogPath = LogPath(UnsafeCell::new([0; PATH_LEN]));
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Remembers the log file `path`, if any (called once, from the constructor).
+pub fn open(path: Option<&CStr>) {
     let Some(path) = path else { return };
-    if let Ok(fd) = sys::open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT, 0o600) {
-        LOG_FD.store(fd as i32, Ordering::Relaxed);
+    let bytes = path.to_bytes_with_nul();
+    if bytes.len() > PATH_LEN {
+        return;
     }
+    // SAFETY: nobody reads PATH before ENABLED is set below.
+    unsafe { (&mut *PATH.0.get())[..bytes.len()].copy_from_slice(bytes) };
+    ENABLED.store(true, Ordering::Release);
 }
 
 struct Line {
@@ -33,12 +49,15 @@ impl fmt::Write for Line {
     }
 }
 
-/// Writes one line, prefixed with the pid, when a log is open.
+/// Writes one line, prefixed with the pid, when a log was named.
 pub fn line(args: fmt::Arguments<'_>) {
-    let fd = LOG_FD.load(Ordering::Relaxed);
-    if fd < 0 {
+    if !ENABLED.load(Ordering::Acquire) {
         return;
     }
+    // SAFETY: published before ENABLED and never written again.
+    let Ok(path) = CStr::from_bytes_until_nul(unsafe { &*PATH.0.get() }) else {
+        return;
+    };
     let mut l = Line {
         buf: [0; 1024],
         len: 0,
@@ -46,10 +65,15 @@ pub fn line(args: fmt::Arguments<'_>) {
     // SAFETY: getpid has no preconditions.
     let _ = write!(l, "sluice-stage[{}]: {}", unsafe { libc::getpid() }, args);
     l.buf[l.len] = b'\n';
-    sys::keep_errno(|| sys::write_all(fd, &l.buf[..l.len + 1]));
+    sys::keep_errno(|| {
+        if let Ok(fd) = sys::open(path, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT, 0o600) {
+            sys::write_all(fd as i32, &l.buf[..l.len + 1]);
+            sys::close(fd as i32);
+        }
+    });
 }
 
-/// Logs a formatted line to the stage's log file, if one is open.
+/// Logs a formatted line to the stage's log file, if one is named.
 macro_rules! log {
     ($($arg:tt)*) => { $crate::log::line(format_args!($($arg)*)) };
 }

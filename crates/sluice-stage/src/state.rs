@@ -101,6 +101,10 @@ pub fn init() {
     match load(path) {
         Ok((state, what)) => {
             log!("managing {what}");
+            // SAFETY: registers a handler that touches only this thread's thread-local.
+            unsafe {
+                libc::pthread_atfork(None, None, Some(crate::guard::forget_batches_after_fork))
+            };
             STATE.store(Box::into_raw(Box::new(state)), Ordering::Release);
         }
         Err(why) => log!(

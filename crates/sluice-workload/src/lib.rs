@@ -5,6 +5,7 @@
 //! - [`load`]: a closed-loop load of chosen file-system operations on a directory, by
 //!   several threads, reporting the achieved rate every second; run it under
 //!   `sluice run` to see a rule hold it.
+//! - [`plot`]: rates over time as an SVG line chart, for experiments and the demo.
 //! - [`bench_stage`]: the stage's admission path measured in process (managed with a
 //!   rule that never throttles, unmanaged, and scaling over threads).
 //!
@@ -13,3 +14,4 @@
 
 pub mod bench_stage;
 pub mod load;
+pub mod plot;

@@ -40,12 +40,11 @@ pub struct Symbol {
 
 /// The path of every intercepted call. Before the stage is ready it is a plain call of
 /// the real function. Otherwise the target is classified (pure reads; the lazy /proc
-/// lookup uses raw system calls): an unmanaged call is counted and made at once, with no
-/// thread-local lookup; a managed one enters the guard (a call the stage makes itself, or
-/// one from a signal handler that interrupted a hook, passes straight through), is
-/// admitted, made, and counted. The call's effect on descriptors is recorded either way.
-/// Nothing here sets errno except inside `keep_errno`, so the application sees exactly
-/// the errno of its real call.
+/// lookup uses raw system calls), and under the guard the call is admitted if managed,
+/// made, and counted in this thread's own counters. A call the stage makes itself, or one
+/// from a signal handler that interrupted a hook, passes straight through uncounted. The
+/// call's effect on descriptors is recorded in every case. Nothing here sets errno except
+/// inside `keep_errno`, so the application sees exactly the errno of its real call.
 #[inline(always)]
 pub fn intercept<R: Ret>(
     op: Option<Op>,
@@ -60,39 +59,31 @@ pub fn intercept<R: Ret>(
         return real();
     };
     let entry = target.resolve(st, effect.remembers());
+    effect.before();
     let ret = match (op, entry) {
-        (Some(op), Some(Entry::File { place, .. })) if st.compiled.places().is_managed(place) => {
-            let Some(mut guard) = Guard::enter() else {
-                return real();
-            };
-            effect.before();
-            let gate = st.gate();
-            let ts = guard.thread_state();
-            let ticket = gate.admit(ts, &SysClock, op, place, size);
-            let ret = real();
-            gate.finish(ts, &SysClock, ticket, moved.of(ret));
-            ret
-        }
-        (Some(_), Some(_)) => {
-            st.gate().unmanaged(cpu());
-            effect.before();
-            real()
-        }
-        _ => {
-            effect.before();
-            real()
-        }
+        (Some(op), Some(entry)) => match Guard::enter() {
+            Some(mut guard) => {
+                let gate = st.gate();
+                let ts = guard.thread_state();
+                match entry {
+                    Entry::File { place, .. } if st.compiled.places().is_managed(place) => {
+                        let ticket = gate.admit(ts, &SysClock, op, place, size);
+                        let ret = real();
+                        gate.finish(ts, &SysClock, ticket, moved.of(ret));
+                        ret
+                    }
+                    _ => {
+                        gate.unmanaged(ts);
+                        real()
+                    }
+                }
+            }
+            None => real(),
+        },
+        _ => real(),
     };
     effect.after(st, ret, entry);
     ret
-}
-
-/// The CPU this thread runs on (glibc reads it from the rseq area: no system call), to
-/// spread unmanaged counts over shards without a thread-local.
-#[inline(always)]
-fn cpu() -> usize {
-    // SAFETY: sched_getcpu has no preconditions.
-    unsafe { libc::sched_getcpu() }.max(0) as usize
 }
 
 /// Expands the table of hooks into exported functions, real-symbol slots and [`SYMBOLS`].
