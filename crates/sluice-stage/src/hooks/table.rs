@@ -117,6 +117,8 @@ hooks! {
     symlinkat(target: Path, newdir: c_int, linkpath: Path) -> c_int = Symlink, At(newdir, linkpath), MD, NO, NONE;
     readlink(path: Path, buf: *mut c_char, len: usize) -> isize = Readlink, Path(path), MD, NO, NONE;
     readlinkat(dirfd: c_int, path: Path, buf: *mut c_char, len: usize) -> isize = Readlink, At(dirfd, path), MD, NO, NONE;
+    __readlink_chk(path: Path, buf: *mut c_char, len: usize, buflen: usize) -> isize = Readlink, Path(path), MD, NO, NONE;
+    __readlinkat_chk(dirfd: c_int, path: Path, buf: *mut c_char, len: usize, buflen: usize) -> isize = Readlink, At(dirfd, path), MD, NO, NONE;
     unlink(path: Path) -> c_int = Unlink, Path(path), MD, NO, NONE;
     unlinkat(dirfd: c_int, path: Path, flags: c_int) -> c_int = Unlink, At(dirfd, path), MD, NO, NONE;
     // ---- directory --------------------------------------------------------------------
@@ -175,10 +177,15 @@ hooks! {
     fread(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
     fread_unlocked(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
     __fread_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
+    __fread_unlocked_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
     fgets(s: *mut c_char, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
+    fgets_unlocked(s: *mut c_char, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
+    __fgets_chk(s: *mut c_char, size: usize, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
+    __fgets_unlocked_chk(s: *mut c_char, size: usize, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
     fgetc(stream: File) -> c_int = Read, File(stream), Known(1), Moved::IfOk(1), NONE;
     getline(line: *mut *mut c_char, n: *mut usize, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
     getdelim(line: *mut *mut c_char, n: *mut usize, delim: c_int, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
+    __getdelim(line: *mut *mut c_char, n: *mut usize, delim: c_int, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
     // ---- write ------------------------------------------------------------------------
     write(fd: c_int, buf: CBuf, n: usize) -> isize = Write, Fd(fd), Known(n as u64), Moved::Ret, NONE;
     pwrite(fd: c_int, buf: CBuf, n: usize, off: Off) -> isize = Write, Fd(fd), Known(n as u64), Moved::Ret, NONE;
@@ -191,7 +198,9 @@ hooks! {
     fwrite(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
     fwrite_unlocked(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
     fputs(s: *const c_char, stream: File) -> c_int = Write, File(stream), Known(unsafe { c_len(s) }), Moved::IfOk(unsafe { c_len(s) }), NONE;
+    fputs_unlocked(s: *const c_char, stream: File) -> c_int = Write, File(stream), Known(unsafe { c_len(s) }), Moved::IfOk(unsafe { c_len(s) }), NONE;
     fputc(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
+    fputc_unlocked(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
     sendfile(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
     sendfile64(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
     copy_file_range(input: c_int, off_in: *mut Off, out: c_int, off_out: *mut Off, n: usize, flags: c_uint) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
