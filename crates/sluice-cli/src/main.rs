@@ -78,7 +78,13 @@ fn main() {
 /// already holds is not repeated.
 fn one_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
-    for cause in e.chain().map(|c| c.to_string()) {
+    // Some causes (TOML's, for one) spread over several lines: an error is one line here.
+    for cause in e.chain().map(|c| {
+        c.to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }) {
         if !line.contains(&cause) {
             if !line.is_empty() {
                 line.push_str(": ");
