@@ -143,31 +143,22 @@ pub struct UnknownName {
     pub name: String,
 }
 
+/// The member of `all` whose name is `s`.
+fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, kind: &'static str, s: &str) -> Result<T, UnknownName> {
+    all.iter().copied().find(|&x| name(x) == s).ok_or_else(|| UnknownName { kind, name: s.to_owned() })
+}
+
 impl FromStr for Op {
     type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Op::ALL
-            .iter()
-            .copied()
-            .find(|op| op.name() == s)
-            .ok_or_else(|| UnknownName {
-                kind: "operation",
-                name: s.to_owned(),
-            })
+        by_name(Op::ALL, Op::name, "operation", s)
     }
 }
 
 impl FromStr for Class {
     type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Class::ALL
-            .iter()
-            .copied()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| UnknownName {
-                kind: "class",
-                name: s.to_owned(),
-            })
+        by_name(&Class::ALL, Class::name, "class", s)
     }
 }
 
