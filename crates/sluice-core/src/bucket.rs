@@ -84,6 +84,24 @@ pub fn reserve<C: TatCell + ?Sized>(cell: &C, limit: Limit, now: u64, cost: u64)
     reserve_within(cell, limit.duration_ns(cost)?, limit.tolerance_ns()?, now)
 }
 
+/// Gives back `units` a request reserved and did not use (a short read), never taking
+/// the TAT below `now`: time already past cannot be handed out again.
+#[inline]
+pub fn refund<C: TatCell + ?Sized>(cell: &C, limit: Limit, now: u64, units: u64) {
+    let Some(back) = limit.duration_ns(units) else {
+        return;
+    };
+    let tat = cell.tat();
+    let mut cur = tat.load(Ordering::Relaxed);
+    while cur > now {
+        let next = cur.saturating_sub(back).max(now);
+        match tat.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(seen) => cur = seen,
+        }
+    }
+}
+
 /// [`reserve`] with the increment and tolerance already worked out.
 #[inline]
 fn reserve_within<C: TatCell + ?Sized>(cell: &C, inc: u64, tau: u64, now: u64) -> Option<u64> {
@@ -232,6 +250,16 @@ mod tests {
         // Ten seconds idle: only one request passes immediately, not a hundred.
         assert_eq!(b.reserve(10 * SEC, 1), Some(10 * SEC));
         assert_eq!(b.reserve(10 * SEC, 1), Some(10 * SEC + SEC / 10));
+    }
+
+    #[test]
+    fn unused_units_are_given_back_but_not_below_now() {
+        let b = Bucket::new(Limit::new(1000, 1));
+        b.reserve(0, 500);
+        refund(&b.tat, b.limit, 0, 400);
+        assert_eq!(b.reserve(0, 1), Some(100_000_000));
+        refund(&b.tat, b.limit, 10 * SEC, 1_000_000);
+        assert_eq!(b.reserve(10 * SEC, 1), Some(10 * SEC));
     }
 
     #[test]

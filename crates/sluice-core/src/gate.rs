@@ -5,7 +5,7 @@
 //! own: the caller passes a [`Clock`], which in the stage is `clock_gettime` and
 //! `clock_nanosleep`.
 
-use crate::bucket::{LocalCache, reserve};
+use crate::bucket::{LocalCache, refund, reserve};
 use crate::classify::{Channel, Compiled};
 use crate::op::Op;
 use crate::path::PlaceIdx;
@@ -60,13 +60,26 @@ impl Default for ThreadState {
 }
 
 /// How many bytes a call will move, as far as is known before it runs.
+///
+/// A bytes rule charges a call before it runs and settles on what it moved once it
+/// returns: what it moved beyond the charge becomes a debt the next caller waits for,
+/// what it did not move is given back. So a read into a 64 MiB buffer at the end of a
+/// file, or a `copy_file_range` asked for 2^63 bytes, costs what it moved, not what it
+/// asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
-    /// Known beforehand (the count passed to `read`, 0 for metadata calls).
+    /// Moves exactly this many unless it fails (`write`, `fallocate`; 0 for metadata):
+    /// charged in full, so that no window of a second passes more than rate plus burst.
     Known(u64),
-    /// Known only from the result (`getline`, `fgets`): charged after the call.
+    /// Moves at most this many (`read`, `copy_file_range`): charged up to the rule's
+    /// burst before the call, the rest after.
+    UpTo(u64),
+    /// Says nothing before it runs (`getline`, `fgets`): charged after the call.
     AfterCall,
 }
+
+/// The most one call moves: Linux caps every read and write at this (`MAX_RW_COUNT`).
+pub const MAX_IO: u64 = 0x7fff_f000;
 
 /// A request that was admitted and must be counted once the real call returns.
 #[derive(Clone, Copy, Debug)]
@@ -105,11 +118,18 @@ impl Gate<'_> {
         place: PlaceIdx,
         size: Size,
     ) -> Ticket {
-        let known = match size {
-            Size::Known(n) => n,
+        let asked = match size {
+            Size::Known(n) | Size::UpTo(n) => n,
             Size::AfterCall => 0,
         };
-        let channel = self.compiled.channel(op, place, known);
+        let mut channel = self.compiled.channel(op, place, asked);
+        if let Some(ch) = channel.as_mut().filter(|ch| ch.bytes) {
+            ch.cost = match size {
+                Size::Known(n) => n.min(MAX_IO),
+                Size::UpTo(n) => n.min(self.segment.bucket(ch.rule as usize).limit().burst),
+                Size::AfterCall => 0,
+            };
+        }
         let waited_ns = match channel {
             Some(ch) => self.wait_for(ts, clock, ch),
             None => 0,
@@ -157,8 +177,7 @@ impl Gate<'_> {
     }
 
     /// Counts an admitted call once the real call returned, having moved `moved` bytes.
-    /// Bytes moved beyond what was charged before the call are reserved now; that debt
-    /// delays the next caller, so a bytes rule holds for calls of unknown size too.
+    /// A bytes rule settles on what the call moved (see [`Size`]).
     #[inline]
     pub fn finish(&self, ts: &mut ThreadState, clock: &impl Clock, ticket: Ticket, moved: u64) {
         let (shard, owned) = ts.shard(self.segment);
@@ -174,10 +193,12 @@ impl Gate<'_> {
             bump(&r.wait_ns, ticket.waited_ns, owned);
         }
         if ch.bytes {
-            bump(&r.bytes, ch.cost.max(moved), owned);
+            bump(&r.bytes, moved, owned);
+            let bucket = self.segment.bucket(ch.rule as usize);
             if moved > ch.cost {
-                let bucket = self.segment.bucket(ch.rule as usize);
                 let _ = reserve(bucket, bucket.limit(), clock.now_ns(), moved - ch.cost);
+            } else if moved < ch.cost {
+                refund(bucket, bucket.limit(), clock.now_ns(), ch.cost - moved);
             }
         }
     }

@@ -144,8 +144,19 @@ pub struct UnknownName {
 }
 
 /// The member of `all` whose name is `s`.
-fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, kind: &'static str, s: &str) -> Result<T, UnknownName> {
-    all.iter().copied().find(|&x| name(x) == s).ok_or_else(|| UnknownName { kind, name: s.to_owned() })
+fn by_name<T: Copy>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    kind: &'static str,
+    s: &str,
+) -> Result<T, UnknownName> {
+    all.iter()
+        .copied()
+        .find(|&x| name(x) == s)
+        .ok_or_else(|| UnknownName {
+            kind,
+            name: s.to_owned(),
+        })
 }
 
 impl FromStr for Op {

@@ -32,7 +32,23 @@ static CWD: Cwd = Cwd {
 /// Records a new current directory (absolute, normalised) and where it lies.
 pub fn set(path: &[u8], entry: Entry) {
     let n = path.len().min(PATH_MAX);
-    CWD.seq.fetch_add(1, Ordering::AcqRel);
+    // Take the lock: move the sequence from even to odd, so that two threads changing
+    // directory at once never interleave their copies.
+    let mut seq = CWD.seq.load(Ordering::Relaxed);
+    loop {
+        if seq % 2 == 1 {
+            std::hint::spin_loop();
+            seq = CWD.seq.load(Ordering::Relaxed);
+            continue;
+        }
+        match CWD
+            .seq
+            .compare_exchange_weak(seq, seq + 1, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => break,
+            Err(s) => seq = s,
+        }
+    }
     for (i, w) in CWD.words.iter().enumerate().take(n.div_ceil(8)) {
         let mut b = [0u8; 8];
         let chunk = &path[i * 8..(i * 8 + 8).min(n)];
@@ -42,6 +58,16 @@ pub fn set(path: &[u8], entry: Entry) {
     CWD.len.store(n, Ordering::Relaxed);
     CWD.entry.store(entry.encode(), Ordering::Relaxed);
     CWD.seq.fetch_add(1, Ordering::Release);
+}
+
+/// Releases the lock a thread of the parent may have held when it forked: in the child
+/// that thread does not exist, and its copy would never finish. The path is then learnt
+/// anew.
+pub fn unlock_after_fork() {
+    let seq = CWD.seq.load(Ordering::Relaxed);
+    if seq % 2 == 1 {
+        CWD.seq.store(seq + 1, Ordering::Release);
+    }
 }
 
 /// Where the current directory lies, or `None` before the stage learnt it.

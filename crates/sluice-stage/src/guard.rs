@@ -47,9 +47,9 @@ impl Guard {
     }
 }
 
-/// Empties this thread's token batches. Runs in a child after `fork`: the child must not
-/// spend the batch its parent holds too, or together they would exceed the limit.
-pub extern "C" fn forget_batches_after_fork() {
+/// Empties this thread's token batches and counter shard. Runs in a child after `fork`:
+/// the child must not spend the batch its parent holds too, nor write its counters.
+pub fn forget_batches_after_fork() {
     // SAFETY: the child has one thread, and fork is not called from inside a hook (the
     // stage never forks), so no guard holds the state.
     LOCAL.with(|l| unsafe { *l.state.get() = ThreadState::new() });

@@ -6,14 +6,14 @@
 //! the program runs unmanaged, and the log file says why.
 
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
 
 use sluice_core::classify::Compiled;
 use sluice_core::config::StageConfig;
 use sluice_core::gate::{Clock, Gate};
 use sluice_core::path::{PATH_MAX, mounts_of_types};
 use sluice_core::rule::Identity;
-use sluice_core::segment::Segment;
+use sluice_core::segment::{MAX_RULES, Segment};
 
 use crate::log::log;
 use crate::{cwd, sys, target};
@@ -101,10 +101,9 @@ pub fn init() {
     match load(path) {
         Ok((state, what)) => {
             log!("managing {what}");
-            // SAFETY: registers a handler that touches only this thread's thread-local.
-            unsafe {
-                libc::pthread_atfork(None, None, Some(crate::guard::forget_batches_after_fork))
-            };
+            PID.store(sys::getpid(), Ordering::Relaxed);
+            // SAFETY: registers a handler that touches only the child's own state.
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
             STATE.store(Box::into_raw(Box::new(state)), Ordering::Release);
         }
         Err(why) => log!(
@@ -124,6 +123,12 @@ fn load(path: &CStr) -> Result<(State, String), String> {
     let segment = unsafe { Segment::from_ptr(ptr) };
     let config = StageConfig::from_text(segment.config().map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
+    if config.rules.len() > MAX_RULES {
+        return Err(format!(
+            "{} rules, more than the {MAX_RULES} a segment holds",
+            config.rules.len()
+        ));
+    }
     let identity = Identity {
         job: config.job.clone(),
         uid: real_uid(),
@@ -161,10 +166,32 @@ fn managed_mounts(config: &StageConfig) -> Option<Vec<String>> {
     Some(mounts)
 }
 
-fn learn_cwd(state: &State) {
+/// Reads the current directory from the kernel (after a chdir, a fork, or at start): the
+/// kernel's answer follows symbolic links, as the calls that use it will.
+pub fn learn_cwd(state: &State) {
     let mut buf = [0u8; PATH_MAX];
     if let Ok(n) = sys::getcwd(&mut buf) {
         cwd::set(&buf[..n], target::entry_of_path(state, &buf[..n]));
+    }
+}
+
+/// The pid the tables belong to (changes in a forked child, not in a vfork()ed one).
+static PID: AtomicI32 = AtomicI32::new(0);
+
+/// Whether this is the process the stage's tables belong to, and not a vfork()ed child
+/// borrowing its parent's memory until it execs. A system call: only for rare calls.
+pub fn own_process() -> bool {
+    sys::getpid() == PID.load(Ordering::Relaxed)
+}
+
+/// In a forked child: its own pid, no token batch of its parent's, and a current
+/// directory whose lock another thread of the parent may have held during the fork.
+extern "C" fn after_fork_in_child() {
+    PID.store(sys::getpid(), Ordering::Relaxed);
+    crate::guard::forget_batches_after_fork();
+    cwd::unlock_after_fork();
+    if let Some(st) = State::get() {
+        learn_cwd(st);
     }
 }
 

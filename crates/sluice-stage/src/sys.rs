@@ -89,7 +89,10 @@ pub fn map_shared(fd: i32, len: usize) -> Result<*mut u8, i32> {
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
             fd,
-            0,
+            // A variadic argument: an untyped 0 would be passed as 32 bits, and the kernel
+            // reads the offset as 64 (regression: SIGBUS at start when the upper half of
+            // the register held garbage).
+            0 as libc::off_t,
         )
     };
     check(r).map(|p| p as *mut u8)
@@ -107,6 +110,12 @@ pub fn readlink(path: &CStr, buf: &mut [u8]) -> SysResult {
             buf.len(),
         )
     })
+}
+
+/// `getpid()`, raw: in a vfork()ed child glibc's cached answer would be the parent's.
+pub fn getpid() -> i32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_getpid) as i32 }
 }
 
 /// `getcwd(buf)`: the length without the NUL.

@@ -68,10 +68,11 @@ pub fn stream_fd(slot: &crate::real::Slot, stream: *mut c_void) -> Option<c_int>
     }
     let f = slot.get()?;
     // SAFETY: the slot holds fileno or dirfd, whose signature this is; the stream is the
-    // application's, valid for the call it made.
-    let fd = unsafe {
+    // application's, valid for the call it made. fileno sets EBADF on streams with no
+    // descriptor (fmemopen, open_memstream): the application must not see that.
+    let fd = sys::keep_errno(|| unsafe {
         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void) -> c_int>(f)(stream)
-    };
+    });
     (fd >= 0).then_some(fd)
 }
 
@@ -133,11 +134,24 @@ fn path_entry(
             _ => {}
         }
     }
+    resolve_slow(st, dirfd, rel, want_below)
+}
+
+/// Joins and normalises a path the fast checks could not judge. Out of line, so that the
+/// 8 KiB of buffers it needs are taken from the stack only here: a hook called on a small
+/// signal stack must not overflow it on the common path.
+#[cold]
+#[inline(never)]
+fn resolve_slow(st: &State, dirfd: Option<c_int>, rel: &[u8], want_below: bool) -> Option<Entry> {
     let mut base_buf = [0u8; PATH_MAX];
     let base_len = match dirfd {
         _ if rel.first() == Some(&b'/') => 0,
         Some(fd) => fd_path(fd, &mut base_buf)?,
-        None => cwd::read(&mut base_buf),
+        None => match cwd::read(&mut base_buf) {
+            // The stage could not learn the current directory: ask the kernel.
+            0 => sys::keep_errno(|| sys::readlink(c"/proc/self/cwd", &mut base_buf)).ok()?,
+            n => n,
+        },
     };
     let mut buf = [0u8; PATH_MAX];
     let n = resolve_into(&mut buf, &base_buf[..base_len], rel)?;
@@ -189,6 +203,7 @@ pub fn fd_entry(st: &State, fd: c_int) -> Option<Entry> {
 }
 
 #[cold]
+#[inline(never)]
 fn classify_fd(st: &State, fd: c_int) -> Option<Entry> {
     let mut buf = [0u8; PATH_MAX];
     let e = match fd_link(fd, &mut buf)? {
@@ -224,7 +239,11 @@ fn fd_link(fd: c_int, buf: &mut [u8; PATH_MAX]) -> Option<Option<usize>> {
     }
     let cname = CStr::from_bytes_until_nul(&name).ok()?;
     let n = sys::keep_errno(|| sys::readlink(cname, buf)).ok()?;
-    if buf.first() != Some(&b'/') {
+    // Memory files and SysV shared memory show as paths under "/" but are no files.
+    if buf.first() != Some(&b'/')
+        || buf[..n].starts_with(b"/memfd:")
+        || buf[..n].starts_with(b"/SYSV")
+    {
         return Some(None);
     }
     let deleted = b" (deleted)";

@@ -1,15 +1,13 @@
 //! What a call does to the descriptors and the current directory the stage tracks.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
-
-use sluice_core::path::{PATH_MAX, resolve_into};
+use std::ffi::{c_int, c_uint, c_void};
 
 use super::Ret;
 use super::slots;
-use crate::cwd;
 use crate::fdtable::{self, Entry};
+use crate::state;
 use crate::state::State;
-use crate::target::{entry_of_path, fd_path, stream_fd};
+use crate::target::stream_fd;
 
 /// A call's effect on the stage's tables.
 #[derive(Clone, Copy, Debug)]
@@ -34,10 +32,10 @@ pub enum Effect {
     CloseRange(c_uint, c_uint),
     /// The result is a copy of this descriptor.
     Dup(c_int),
-    /// The current directory becomes this path.
-    Chdir(*const c_char),
-    /// The current directory becomes this descriptor's directory.
-    Fchdir(c_int),
+    /// The current directory changes (`chdir`).
+    Chdir,
+    /// The current directory changes (`fchdir`).
+    Fchdir,
 }
 
 /// `fcntl` duplicates only for these commands.
@@ -46,6 +44,16 @@ pub fn fcntl_effect(fd: c_int, cmd: c_int) -> Effect {
     match cmd {
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => Effect::Dup(fd),
         _ => Effect::None,
+    }
+}
+
+/// `close_range` with CLOSE_RANGE_CLOEXEC only marks descriptors close-on-exec.
+#[cfg_attr(test, allow(dead_code))]
+pub fn close_range_effect(first: c_uint, last: c_uint, flags: c_int) -> Effect {
+    if flags as c_uint & libc::CLOSE_RANGE_CLOEXEC != 0 {
+        Effect::None
+    } else {
+        Effect::CloseRange(first, last)
     }
 }
 
@@ -106,26 +114,15 @@ impl Effect {
             Effect::OpenFd => record(ret.as_fd()),
             Effect::OpenFile | Effect::Reopen(_) => record(stream_fd(&slots::fileno, ret.as_ptr())),
             Effect::OpenDir => record(stream_fd(&slots::dirfd, ret.as_ptr())),
-            Effect::Dup(from) => {
+            // A vfork()ed child shares the parent's memory until it execs: what it dups
+            // or where it moves must not rewrite the parent's tables.
+            Effect::Dup(from) if state::own_process() => {
                 if let Some(to) = ret.as_fd() {
                     fdtable::copy(from, to)
                 }
             }
-            Effect::Chdir(p) if ret.ok() && !p.is_null() => {
-                let mut base = [0u8; PATH_MAX];
-                let n = cwd::read(&mut base);
-                let mut buf = [0u8; PATH_MAX];
-                // SAFETY: the application's NUL-terminated path, which chdir accepted.
-                let rel = unsafe { CStr::from_ptr(p) }.to_bytes();
-                if let Some(len) = resolve_into(&mut buf, &base[..n], rel) {
-                    cwd::set(&buf[..len], entry_of_path(st, &buf[..len]));
-                }
-            }
-            Effect::Fchdir(fd) if ret.ok() => {
-                let mut buf = [0u8; PATH_MAX];
-                if let Some(len) = fd_path(fd, &mut buf) {
-                    cwd::set(&buf[..len], entry_of_path(st, &buf[..len]));
-                }
+            Effect::Chdir | Effect::Fchdir if ret.ok() && state::own_process() => {
+                state::learn_cwd(st)
             }
             _ => {}
         }

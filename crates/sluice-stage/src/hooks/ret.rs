@@ -79,6 +79,9 @@ pub enum Moved {
     Items(usize),
     /// This many bytes when the call succeeded (`fputs`, `fputc`).
     IfOk(u64),
+    /// This many bytes when the call returned 0 (`posix_fallocate`, which returns an
+    /// error number rather than -1).
+    IfZero(u64),
     /// The length of the string the call returned (`fgets`).
     Line,
 }
@@ -93,6 +96,8 @@ impl Moved {
             Moved::Items(size) => ret.count() * size as u64,
             Moved::IfOk(n) if ret.ok() => n,
             Moved::IfOk(_) => 0,
+            Moved::IfZero(n) if ret.count() == 0 && ret.ok() => n,
+            Moved::IfZero(_) => 0,
             Moved::Line => match ret.as_ptr() {
                 p if p.is_null() => 0,
                 // SAFETY: fgets returns the caller's buffer, NUL-terminated, on success.
@@ -104,19 +109,20 @@ impl Moved {
     }
 }
 
-/// The sum of an iovec array's lengths (`readv`, `writev`), 0 for a bad array.
+/// The sum of an iovec array's lengths (`readv`, `writev`), 0 for an array the kernel
+/// would refuse (null, empty, longer than `IOV_MAX`): the stage must not read past it.
 ///
 /// # Safety
-/// `iov` points to `n` iovecs, as the caller of readv promised.
+/// `iov` points to `n` iovecs when `n` is at most `IOV_MAX`, as the kernel requires.
 pub unsafe fn iov_len(iov: *const libc::iovec, n: c_int) -> u64 {
-    if iov.is_null() || n <= 0 {
+    const IOV_MAX: c_int = 1024;
+    if iov.is_null() || n <= 0 || n > IOV_MAX {
         return 0;
     }
     // SAFETY: the caller's promise.
     unsafe { std::slice::from_raw_parts(iov, n as usize) }
         .iter()
-        .map(|v| v.iov_len as u64)
-        .sum()
+        .fold(0u64, |sum, v| sum.saturating_add(v.iov_len as u64))
 }
 
 /// The length of a C string, 0 for null (`fputs`).

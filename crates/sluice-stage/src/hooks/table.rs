@@ -11,9 +11,9 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-use sluice_core::gate::Size::{AfterCall, Known};
+use sluice_core::gate::Size::{AfterCall, Known, UpTo};
 
-use super::effect::{Effect, fcntl_effect, open_mode};
+use super::effect::{Effect, close_range_effect, fcntl_effect, open_mode};
 use super::fallback;
 use super::ret::{Moved, c_len, iov_len};
 use super::{hooks, op_of, pick_call, pick_fallback};
@@ -61,7 +61,7 @@ hooks! {
     tmpfile64() -> File = Open, Path(c"/tmp".as_ptr()), MD, NO, Effect::OpenFile;
     // ---- close ------------------------------------------------------------------------
     close(fd: c_int) -> c_int = Close, Fd(fd), MD, NO, Effect::Close(fd);
-    close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int = Close, Fd(first as c_int), MD, NO, Effect::CloseRange(first, last);
+    close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int = Close, Fd(first as c_int), MD, NO, close_range_effect(first, last, flags);
     closefrom(first: c_int) -> () = Close, Fd(first), MD, NO, Effect::CloseRange(first.max(0) as c_uint, c_uint::MAX);
     fclose(stream: File) -> c_int = Close, File(stream), MD, NO, Effect::CloseFile(stream);
     closedir(dir: Dir) -> c_int = Close, Dir(dir), MD, NO, Effect::CloseDir(dir);
@@ -163,21 +163,21 @@ hooks! {
     lremovexattr(path: Path, name: Path) -> c_int = Removexattr, Path(path), MD, NO, NONE;
     fremovexattr(fd: c_int, name: Path) -> c_int = Removexattr, Fd(fd), MD, NO, NONE;
     // ---- read -------------------------------------------------------------------------
-    read(fd: c_int, buf: Buf, n: usize) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    pread(fd: c_int, buf: Buf, n: usize, off: Off) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    pread64(fd: c_int, buf: Buf, n: usize, off: Off) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    readv(fd: c_int, iov: Iov, cnt: c_int) -> isize = Read, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    preadv(fd: c_int, iov: Iov, cnt: c_int, off: Off) -> isize = Read, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    preadv64(fd: c_int, iov: Iov, cnt: c_int, off: Off) -> isize = Read, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    preadv2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Read, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    preadv64v2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Read, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    __read_chk(fd: c_int, buf: Buf, n: usize, buflen: usize) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    __pread_chk(fd: c_int, buf: Buf, n: usize, off: Off, buflen: usize) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    __pread64_chk(fd: c_int, buf: Buf, n: usize, off: Off, buflen: usize) -> isize = Read, Fd(fd), Known(n as u64), Moved::Ret, NONE;
-    fread(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
-    fread_unlocked(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
-    __fread_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
-    __fread_unlocked_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
+    read(fd: c_int, buf: Buf, n: usize) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    pread(fd: c_int, buf: Buf, n: usize, off: Off) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    pread64(fd: c_int, buf: Buf, n: usize, off: Off) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    readv(fd: c_int, iov: Iov, cnt: c_int) -> isize = Read, Fd(fd), UpTo(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
+    preadv(fd: c_int, iov: Iov, cnt: c_int, off: Off) -> isize = Read, Fd(fd), UpTo(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
+    preadv64(fd: c_int, iov: Iov, cnt: c_int, off: Off) -> isize = Read, Fd(fd), UpTo(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
+    preadv2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Read, Fd(fd), UpTo(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
+    preadv64v2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Read, Fd(fd), UpTo(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
+    __read_chk(fd: c_int, buf: Buf, n: usize, buflen: usize) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    __pread_chk(fd: c_int, buf: Buf, n: usize, off: Off, buflen: usize) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    __pread64_chk(fd: c_int, buf: Buf, n: usize, off: Off, buflen: usize) -> isize = Read, Fd(fd), UpTo(n as u64), Moved::Ret, NONE;
+    fread(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), UpTo(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
+    fread_unlocked(ptr: Buf, size: usize, n: usize, stream: File) -> usize = Read, File(stream), UpTo(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
+    __fread_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), UpTo(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
+    __fread_unlocked_chk(ptr: Buf, ptrlen: usize, size: usize, n: usize, stream: File) -> usize = Read, File(stream), UpTo(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
     fgets(s: *mut c_char, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
     fgets_unlocked(s: *mut c_char, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
     __fgets_chk(s: *mut c_char, size: usize, n: c_int, stream: File) -> *mut c_char = Read, File(stream), AfterCall, Moved::Line, NONE;
@@ -195,30 +195,30 @@ hooks! {
     pwritev64(fd: c_int, iov: Iov, cnt: c_int, off: Off) -> isize = Write, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
     pwritev2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Write, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
     pwritev64v2(fd: c_int, iov: Iov, cnt: c_int, off: Off, flags: c_int) -> isize = Write, Fd(fd), Known(unsafe { iov_len(iov, cnt) }), Moved::Ret, NONE;
-    fwrite(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
-    fwrite_unlocked(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known((size * n) as u64), Moved::Items(size), NONE;
+    fwrite(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
+    fwrite_unlocked(ptr: CBuf, size: usize, n: usize, stream: File) -> usize = Write, File(stream), Known(size.saturating_mul(n) as u64), Moved::Items(size), NONE;
     fputs(s: *const c_char, stream: File) -> c_int = Write, File(stream), Known(unsafe { c_len(s) }), Moved::IfOk(unsafe { c_len(s) }), NONE;
     fputs_unlocked(s: *const c_char, stream: File) -> c_int = Write, File(stream), Known(unsafe { c_len(s) }), Moved::IfOk(unsafe { c_len(s) }), NONE;
     fputc(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
     fputc_unlocked(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
-    sendfile(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
-    sendfile64(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
-    copy_file_range(input: c_int, off_in: *mut Off, out: c_int, off_out: *mut Off, n: usize, flags: c_uint) -> isize = Write, Fd(out), Known(n as u64), Moved::Ret, NONE;
+    sendfile(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
+    sendfile64(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
+    copy_file_range(input: c_int, off_in: *mut Off, out: c_int, off_out: *mut Off, n: usize, flags: c_uint) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
     // ---- allocate, mmap ---------------------------------------------------------------
     fallocate(fd: c_int, mode: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfOk(len.max(0) as u64), NONE;
     fallocate64(fd: c_int, mode: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfOk(len.max(0) as u64), NONE;
-    posix_fallocate(fd: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), NO, NONE;
-    posix_fallocate64(fd: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), NO, NONE;
-    mmap(addr: Buf, len: usize, prot: c_int, flags: c_int, fd: c_int, off: Off) -> *mut c_void = Mmap, Fd(if flags & libc::MAP_ANONYMOUS != 0 { -1 } else { fd }), Known(len as u64), NO, NONE;
-    mmap64(addr: Buf, len: usize, prot: c_int, flags: c_int, fd: c_int, off: Off) -> *mut c_void = Mmap, Fd(if flags & libc::MAP_ANONYMOUS != 0 { -1 } else { fd }), Known(len as u64), NO, NONE;
+    posix_fallocate(fd: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfZero(len.max(0) as u64), NONE;
+    posix_fallocate64(fd: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfZero(len.max(0) as u64), NONE;
+    mmap(addr: Buf, len: usize, prot: c_int, flags: c_int, fd: c_int, off: Off) -> *mut c_void = Mmap, Fd(if flags & libc::MAP_ANONYMOUS != 0 { -1 } else { fd }), Known(len as u64), Moved::IfOk(len as u64), NONE;
+    mmap64(addr: Buf, len: usize, prot: c_int, flags: c_int, fd: c_int, off: Off) -> *mut c_void = Mmap, Fd(if flags & libc::MAP_ANONYMOUS != 0 { -1 } else { fd }), Known(len as u64), Moved::IfOk(len as u64), NONE;
     // ---- bookkeeping: tracked, never held ---------------------------------------------
     dup(fd: c_int) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Dup(fd);
     dup2(fd: c_int, to: c_int) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Dup(fd);
     dup3(fd: c_int, to: c_int, flags: c_int) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Dup(fd);
     fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int = Bookkeeping, Nothing, MD, NO, fcntl_effect(fd, cmd);
     fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int = Bookkeeping, Nothing, MD, NO, fcntl_effect(fd, cmd);
-    chdir(path: Path) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Chdir(path);
-    fchdir(fd: c_int) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Fchdir(fd);
+    chdir(path: Path) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Chdir;
+    fchdir(fd: c_int) -> c_int = Bookkeeping, Nothing, MD, NO, Effect::Fchdir;
     fileno(stream: File) -> c_int = Bookkeeping, Nothing, MD, NO, NONE;
     dirfd(dir: Dir) -> c_int = Bookkeeping, Nothing, MD, NO, NONE;
 }
