@@ -12,6 +12,7 @@ use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
 use sluice_core::segment::MAX_RULES;
 use sluice_core::stats::Stats;
 
+use crate::Usage;
 use crate::identity;
 use crate::segment_file::{SHM_DIR, SegmentFile};
 
@@ -84,9 +85,19 @@ impl RunArgs {
                 Ok(())
             })
         };
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot run '{}'", self.command[0]))?;
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            // As env(1) and the shells do: 127 when the command is not there, 126 when it
+            // cannot be run.
+            Err(e) => {
+                eprintln!("sluice: cannot run '{}': {e}", self.command[0]);
+                return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                });
+            }
+        };
         CHILD.store(child.id() as i32, Ordering::Relaxed);
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             // SAFETY: `forward` is an async-signal-safe handler.
@@ -111,6 +122,16 @@ impl RunArgs {
         }
         if let Some(f) = &self.rules_file {
             rules.extend(RulesFile::load(f)?);
+        }
+        if let Some(t) = self
+            .fs_types
+            .iter()
+            .find(|t| t.is_empty() || t.contains(char::is_whitespace))
+        {
+            return Err(Usage(format!(
+                "--fs-type: '{t}' is not a file-system type (e.g. lustre, nfs4, fuse.*)"
+            ))
+            .into());
         }
         if rules.len() > MAX_RULES {
             bail!(
