@@ -171,7 +171,7 @@ fn managed_mounts(config: &StageConfig) -> Option<Vec<String>> {
 pub fn learn_cwd(state: &State) {
     let mut buf = [0u8; PATH_MAX];
     if let Ok(n) = sys::getcwd(&mut buf) {
-        cwd::set(&buf[..n], target::entry_of_path(state, &buf[..n]));
+        cwd::set(&buf[..n], target::entry_of_normal(state, &buf[..n], true));
     }
 }
 

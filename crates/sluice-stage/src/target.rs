@@ -76,18 +76,10 @@ pub fn stream_fd(slot: &crate::real::Slot, stream: *mut c_void) -> Option<c_int>
     (fd >= 0).then_some(fd)
 }
 
-/// The entry of an absolute path in normal form.
+/// The entry of an absolute path in normal form; whether managed places lie below it is
+/// worked out only when `want_below` (an open or a chdir will remember the answer).
 #[inline]
-pub fn entry_of_path(st: &State, path: &[u8]) -> Entry {
-    let places = st.compiled.places();
-    Entry::File {
-        place: places.lookup(path),
-        below: places.has_places_below(path),
-    }
-}
-
-#[inline]
-fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
+pub fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
     let places = st.compiled.places();
     Entry::File {
         place: places.lookup(path),
@@ -207,7 +199,7 @@ pub fn fd_entry(st: &State, fd: c_int) -> Option<Entry> {
 fn classify_fd(st: &State, fd: c_int) -> Option<Entry> {
     let mut buf = [0u8; PATH_MAX];
     let e = match fd_link(fd, &mut buf)? {
-        Some(n) => entry_of_path(st, &buf[..n]),
+        Some(n) => entry_of_normal(st, &buf[..n], true),
         None => Entry::NotAFile,
     };
     fdtable::set(fd, e);
