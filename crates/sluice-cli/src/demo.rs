@@ -10,7 +10,9 @@ use sluice_workload::plot::{Series, svg};
 
 use crate::Usage;
 
-/// Run two jobs at once on this node, each a metadata load under its own rule, and print
+/// Show two jobs held to their limits, live.
+///
+/// Runs two jobs at once on this node, each a metadata load under its own rule, and prints
 /// every second the rate each achieved against its limit, then a summary. Nothing to set
 /// up: the jobs run under `sluice run` in a temporary directory.
 #[derive(clap::Args, Debug)]

@@ -7,9 +7,10 @@ use sluice_workload::load::{LoadSpec, loadable, run};
 
 use crate::Usage;
 
-/// Drive a closed-loop load: every thread makes the operations in turn, as fast as it is
-/// let, in files of its own under --dir, and the achieved rate is printed every second.
-/// Run it under `sluice run` to watch a rule hold it.
+/// Drive a closed-loop file-system load and print the achieved rate every second.
+///
+/// Every thread makes the operations in turn, as fast as it is let, in files of its own
+/// under --dir. Run it under `sluice run` to watch a rule hold it.
 ///
 /// Example: sluice run --rule 'op=getattr rate=2000/s' -- sluice load --dir /scratch/t --ops getattr --threads 2 --duration 5
 #[derive(clap::Args, Debug)]

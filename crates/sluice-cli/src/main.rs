@@ -27,18 +27,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run a command under rules, with no daemon.
+    // The argument structs' own doc comments are the long help.
     Run(run::RunArgs),
     /// Check rules written in the rule language.
     #[command(subcommand)]
     Rule(rule_cmd::RuleCmd),
     Alloc(alloc::AllocArgs),
-    /// Drive a closed-loop file-system load and print the achieved rate every second.
     Load(load::LoadArgs),
     /// Measure sluice's own costs.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
-    /// Show two jobs held to their limits, live.
     Demo(demo::DemoArgs),
 }
 

@@ -16,8 +16,10 @@ use crate::Usage;
 use crate::identity;
 use crate::segment_file::{SHM_DIR, SegmentFile};
 
-/// Run a command with the stage preloaded, holding its file-system calls (and those of
-/// every process it starts) to the rules given. No daemon is needed.
+/// Run a command under rules, with no daemon.
+///
+/// The stage is preloaded into the command and every process it starts, and holds their
+/// file-system calls to the rules given.
 ///
 /// Rules are tried in order, first match wins: `--rule` options in the order given, then
 /// the rules of `--rules FILE`. Without `--mount` or `--fs-type`, every path is managed
