@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test fmt-check clippy rust-tests conformance bench docs clean
+.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench docs clean
 
 all: build
 
@@ -15,7 +15,10 @@ demo: build
 	$(BIN) demo
 
 ## Everything CI runs: format, lints, unit and integration tests, conformance suites.
-test: fmt-check clippy build rust-tests conformance
+test: deps fmt-check clippy build rust-tests conformance
+
+deps:
+	bash tests/deps.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
