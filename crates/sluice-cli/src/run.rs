@@ -110,7 +110,12 @@ impl RunArgs {
             .code()
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
         if let Some(out) = &self.stats {
-            let stats = Stats::new(&config.job, &config.rules, &seg.segment().totals());
+            let stats = Stats::new(
+                &config.job,
+                &config.rules,
+                &config.pools,
+                &seg.segment().totals(),
+            );
             write_stats(out, &stats)?;
         }
         Ok(code)
@@ -149,7 +154,8 @@ impl RunArgs {
             user: identity::user_name(uid),
             mounts: self.mounts.clone(),
             fs_types: self.fs_types.clone(),
-            rules,
+            rules: StageConfig::slot_in_order(rules),
+            pools: Vec::new(),
         };
         // Compile once here so that a bad mount or rule is reported before CMD runs.
         let id = Identity {
@@ -159,7 +165,7 @@ impl RunArgs {
             exe,
         };
         let mounts = (!config.mounts.is_empty()).then_some(&config.mounts[..]);
-        Compiled::new(&config.rules, &id, mounts).context("--mount")?;
+        Compiled::new(&config.rules, &config.pools, &id, mounts).context("--mount")?;
         Ok(config)
     }
 }

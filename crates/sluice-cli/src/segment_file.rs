@@ -43,13 +43,19 @@ impl SegmentFile {
             .open(&path)
             .with_context(|| format!("cannot create the job's segment {}", path.display()))?;
         let seg = Self::map(path, &file)?;
-        let limits: Vec<Limit> = config
+        let limits: Vec<(usize, Limit)> = config
             .rules
             .iter()
-            .map(|r| Limit::new(r.rate.per_sec, r.burst_or_default()))
+            .map(|s| {
+                let r = &s.rule;
+                (
+                    s.slot as usize,
+                    Limit::new(r.rate.per_sec, r.burst_or_default()),
+                )
+            })
             .collect();
-        // SAFETY: the file was just created; no other process knows its name yet.
-        unsafe { seg.segment().init(&config.to_text(), &limits) }
+        seg.segment()
+            .init(&config.to_text(), &limits, 0)
             .context("cannot write the job's segment")?;
         Ok(seg)
     }

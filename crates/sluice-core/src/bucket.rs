@@ -152,7 +152,7 @@ impl Bucket {
 pub struct LocalCache {
     units: u64,
     valid_until: u64,
-    generation: u64,
+    generation: u32,
 }
 
 /// The longest stretch of time a thread may reserve ahead for itself.
@@ -171,7 +171,7 @@ impl LocalCache {
     /// Spends `cost` units from the batch, if it holds them and is fresh at `coarse_now`
     /// (a clock that lags the precise one by at most the resolution given to `refill`).
     #[inline]
-    pub fn take(&mut self, generation: u64, coarse_now: u64, cost: u64) -> bool {
+    pub fn take(&mut self, generation: u32, coarse_now: u64, cost: u64) -> bool {
         if self.generation == generation && self.units >= cost && coarse_now < self.valid_until {
             self.units -= cost;
             return true;
@@ -187,7 +187,7 @@ impl LocalCache {
         &mut self,
         cell: &C,
         limit: Limit,
-        generation: u64,
+        generation: u32,
         now: u64,
         cost: u64,
         coarse_res: u64,

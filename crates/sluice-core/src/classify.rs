@@ -1,19 +1,24 @@
-//! Rules compiled for one process: which rule, if any, governs a request.
+//! Rules and pools compiled for one process: which rule, if any, and which pools govern a
+//! request.
 //!
-//! The job, user and program of a process never change, so the rules that cannot match it
-//! are dropped at start, and those left are listed per operation in order. Classifying a
-//! request then walks a short list, testing only the mount mask and, where a rule has
-//! one, the size condition: no allocation, no string comparison.
+//! The job, user and program of a process never change, so the rules and pools that cannot
+//! match it are dropped at start (and at each change of the job's configuration), and
+//! those left are listed per operation in order. Classifying a request then walks a short
+//! list, testing only the mount mask and, where a rule has one, the size condition: no
+//! allocation, no string comparison.
 
+use crate::config::Slotted;
 use crate::op::{Class, Op};
 use crate::path::{MountTable, PlaceError, PlaceIdx};
-use crate::rule::{Cmp, Identity, Rule, Unit};
+use crate::rule::{Cmp, Identity, Unit};
+use crate::segment::MAX_RULES;
 
-/// The rule that governs a request, and what the request costs in that rule's unit.
+/// A channel that governs a request (a rule, or the job's share of a pool), and what the
+/// request costs in that channel's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Channel {
-    /// Index of the rule (and of its bucket).
-    pub rule: u8,
+    /// Index of the channel's bucket and counters in the segment.
+    pub index: u8,
     /// Units to reserve: the byte count for a data call under a bytes rule, else 1.
     pub cost: u64,
     /// Whether `cost` is bytes.
@@ -22,58 +27,113 @@ pub struct Channel {
 
 #[derive(Clone, Debug)]
 struct CompiledRule {
+    channel: u8,
     places: u64,
     size: Option<(Cmp, u64)>,
     bytes: bool,
 }
 
-/// The rules of a process, indexed by operation.
+impl CompiledRule {
+    /// The channel, if this rule or pool concerns `op` (already known to match) on a target
+    /// in `place` moving `size` bytes.
+    #[inline]
+    fn fits(&self, op: Op, place: PlaceIdx, size: u64) -> Option<Channel> {
+        let data = op.class() == Class::Data;
+        let counted = if data { size } else { 0 };
+        let fits = self.places & (1u64 << place) != 0
+            && self.size.is_none_or(|(c, b)| c.holds(counted, b));
+        fits.then(|| {
+            let bytes = self.bytes && data;
+            Channel {
+                index: self.channel,
+                cost: if bytes { size } else { 1 },
+                bytes,
+            }
+        })
+    }
+}
+
+/// One list of rules (or of pools) for a process, indexed by operation.
 #[derive(Clone, Debug)]
-pub struct Compiled {
-    places: MountTable,
-    rules: Vec<CompiledRule>,
+struct Table {
+    entries: Vec<CompiledRule>,
     by_op: [Vec<u8>; Op::COUNT],
 }
 
+impl Table {
+    fn new(list: &[Slotted], first_channel: usize, places: &MountTable, id: &Identity) -> Self {
+        let entries = list
+            .iter()
+            .map(|s| CompiledRule {
+                channel: (first_channel + s.slot as usize) as u8,
+                places: s.rule.mount_paths().map_or(u64::MAX, |ps| {
+                    ps.iter().fold(0, |m, p| m | places.mask_under(p))
+                }),
+                size: s.rule.size_cond(),
+                bytes: s.rule.rate.unit == Unit::Bytes,
+            })
+            .collect();
+        let by_op = std::array::from_fn(|i| {
+            let op = Op::ALL[i];
+            list.iter()
+                .enumerate()
+                .filter(|(_, s)| s.rule.matches_identity(id) && s.rule.matches_op(op))
+                .map(|(n, _)| n as u8)
+                .collect()
+        });
+        Table { entries, by_op }
+    }
+
+    #[inline]
+    fn matching(&self, op: Op, place: PlaceIdx, size: u64) -> impl Iterator<Item = Channel> {
+        self.by_op[op.index()]
+            .iter()
+            .filter_map(move |&i| self.entries[i as usize].fits(op, place, size))
+    }
+}
+
+/// The rules and pools of a process, indexed by operation.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    places: MountTable,
+    rules: Table,
+    pools: Table,
+}
+
 impl Compiled {
-    /// Compiles `rules` for a process of identity `id`, managing `mounts` (`None`: all but
-    /// the pseudo file systems).
+    /// Compiles `rules` and `pools` for a process of identity `id`, managing `mounts`
+    /// (`None`: all but the pseudo file systems).
     pub fn new(
-        rules: &[Rule],
+        rules: &[Slotted],
+        pools: &[Slotted],
         id: &Identity,
         mounts: Option<&[String]>,
     ) -> Result<Self, PlaceError> {
         let rule_places: Vec<String> = rules
             .iter()
-            .filter_map(|r| r.mount_paths())
+            .chain(pools)
+            .filter_map(|s| s.rule.mount_paths())
             .flatten()
             .cloned()
             .collect();
         let places = MountTable::new(mounts, &rule_places)?;
-        let compiled: Vec<CompiledRule> = rules
-            .iter()
-            .map(|r| CompiledRule {
-                places: r.mount_paths().map_or(u64::MAX, |ps| {
-                    ps.iter().fold(0, |m, p| m | places.mask_under(p))
-                }),
-                size: r.size_cond(),
-                bytes: r.rate.unit == Unit::Bytes,
-            })
-            .collect();
-        let by_op = std::array::from_fn(|i| {
-            let op = Op::ALL[i];
-            rules
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.matches_identity(id) && r.matches_op(op))
-                .map(|(n, _)| n as u8)
-                .collect()
-        });
         Ok(Compiled {
+            rules: Table::new(rules, 0, &places, id),
+            pools: Table::new(pools, MAX_RULES, &places, id),
             places,
-            rules: compiled,
-            by_op,
         })
+    }
+
+    /// Compiles new rules and pools over this process's managed places: a configuration
+    /// changed at run time keeps the places of the start, which descriptors already open
+    /// refer to by index. A `mount=` naming a path that is not one of them concerns the
+    /// places below that path.
+    pub fn recompiled(&self, rules: &[Slotted], pools: &[Slotted], id: &Identity) -> Self {
+        Compiled {
+            rules: Table::new(rules, 0, &self.places, id),
+            pools: Table::new(pools, MAX_RULES, &self.places, id),
+            places: self.places.clone(),
+        }
     }
 
     /// The managed places.
@@ -82,40 +142,47 @@ impl Compiled {
         &self.places
     }
 
-    /// The rule governing `op` on a target in `place` moving `size` bytes, if any.
+    /// The rule governing `op` on a target in `place` moving `size` bytes, if any: the
+    /// first that matches.
     #[inline]
     pub fn channel(&self, op: Op, place: PlaceIdx, size: u64) -> Option<Channel> {
-        let data = op.class() == Class::Data;
-        let counted = if data { size } else { 0 };
-        self.by_op[op.index()].iter().find_map(|&i| {
-            let r = &self.rules[i as usize];
-            let fits =
-                r.places & (1u64 << place) != 0 && r.size.is_none_or(|(c, b)| c.holds(counted, b));
-            fits.then(|| {
-                let bytes = r.bytes && data;
-                Channel {
-                    rule: i,
-                    cost: if bytes { size } else { 1 },
-                    bytes,
-                }
-            })
-        })
+        self.rules.matching(op, place, size).next()
     }
 
-    /// Whether any rule could hold `op` for this process (else the stage only counts it).
+    /// Every pool `op` on a target in `place` moving `size` bytes belongs to.
+    #[inline]
+    pub fn pools(&self, op: Op, place: PlaceIdx, size: u64) -> impl Iterator<Item = Channel> {
+        self.pools.matching(op, place, size)
+    }
+
+    /// Whether any rule or pool could hold `op` for this process (else the stage only
+    /// counts it).
     #[inline]
     pub fn governs(&self, op: Op) -> bool {
-        !self.by_op[op.index()].is_empty()
+        !self.rules.by_op[op.index()].is_empty() || !self.pools.by_op[op.index()].is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::StageConfig;
     use crate::rule::parse_rule;
 
     fn compile(rules: &[&str], mounts: &[&str]) -> Compiled {
-        let rules: Vec<Rule> = rules.iter().map(|r| parse_rule(r).unwrap()).collect();
+        compile_with_pools(rules, &[], mounts)
+    }
+
+    fn compile_with_pools(rules: &[&str], pools: &[(u8, &str)], mounts: &[&str]) -> Compiled {
+        let rules =
+            StageConfig::slot_in_order(rules.iter().map(|r| parse_rule(r).unwrap()).collect());
+        let pools: Vec<Slotted> = pools
+            .iter()
+            .map(|(slot, r)| Slotted {
+                slot: *slot,
+                rule: parse_rule(r).unwrap(),
+            })
+            .collect();
         let id = Identity {
             job: "7".into(),
             uid: 1000,
@@ -123,15 +190,42 @@ mod tests {
             exe: "app".into(),
         };
         let mounts: Vec<String> = mounts.iter().map(|s| s.to_string()).collect();
-        Compiled::new(&rules, &id, (!mounts.is_empty()).then_some(&mounts[..])).unwrap()
+        Compiled::new(
+            &rules,
+            &pools,
+            &id,
+            (!mounts.is_empty()).then_some(&mounts[..]),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn every_matching_pool_is_listed_besides_the_rule() {
+        let c = compile_with_pools(
+            &["op=getattr rate=5/s"],
+            &[
+                (2, "md: class=metadata rate=10k/s"),
+                (0, "bw: class=data rate=1GiB/s"),
+                (5, "all: rate=1M/s"),
+            ],
+            &[],
+        );
+        let p = c.places().lookup(b"/scratch/x");
+        let idx = |op, size| c.pools(op, p, size).map(|ch| ch.index).collect::<Vec<_>>();
+        let first = MAX_RULES as u8;
+        assert_eq!(idx(Op::Getattr, 0), vec![first + 2, first + 5]);
+        assert_eq!(idx(Op::Read, 4096), vec![first, first + 5]);
+        assert_eq!(c.pools(Op::Read, p, 4096).next().unwrap().cost, 4096);
+        assert_eq!(c.channel(Op::Getattr, p, 0).map(|ch| ch.index), Some(0));
+        assert!(c.governs(Op::Read));
     }
 
     #[test]
     fn first_matching_rule_wins() {
         let c = compile(&["op=getattr rate=5/s", "class=metadata rate=10/s"], &[]);
         let p = c.places().lookup(b"/scratch/x");
-        assert_eq!(c.channel(Op::Getattr, p, 0).map(|ch| ch.rule), Some(0));
-        assert_eq!(c.channel(Op::Open, p, 0).map(|ch| ch.rule), Some(1));
+        assert_eq!(c.channel(Op::Getattr, p, 0).map(|ch| ch.index), Some(0));
+        assert_eq!(c.channel(Op::Open, p, 0).map(|ch| ch.index), Some(1));
         assert_eq!(c.channel(Op::Read, p, 10), None);
     }
 
@@ -149,16 +243,16 @@ mod tests {
         assert_eq!(
             c.channel(Op::Write, p, 2 << 20),
             Some(Channel {
-                rule: 0,
+                index: 0,
                 cost: 2 << 20,
                 bytes: true
             })
         );
-        assert_eq!(c.channel(Op::Write, p, 10).map(|ch| ch.rule), Some(1));
+        assert_eq!(c.channel(Op::Write, p, 10).map(|ch| ch.index), Some(1));
         assert_eq!(
             c.channel(Op::Getattr, p, 0),
             Some(Channel {
-                rule: 1,
+                index: 1,
                 cost: 1,
                 bytes: false
             })

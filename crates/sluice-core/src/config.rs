@@ -5,14 +5,29 @@
 //! user alice
 //! mount /scratch
 //! fstype lustre
-//! rule md: op=getattr rate=5k/s
+//! rule 0 md: op=getattr rate=5k/s
+//! pool 0 scratch-md: class=metadata mount=/scratch rate=10k/s
 //! ```
-//! Text rather than a binary layout so that an administrator can read it from the segment
-//! with `strings`, and so that the rule language stays the one format for rules.
+//! Rules are in the order they are tried (first match wins); the number before each is its
+//! slot: the bucket and counters it uses, which stay its own while it lives, so that a
+//! controller can add or remove other rules without resetting its counters. A pool is
+//! written as a rule whose rate is the pool's capacity; the job's share of it is the rate
+//! in the pool's bucket. Text rather than a binary layout so that an administrator can read
+//! it from the segment with `strings`, and so that the rule language stays the one format.
 
 use std::fmt::Write as _;
 
 use crate::rule::{ParseError, Rule, parse_rule};
+use crate::segment::{MAX_POOLS, MAX_RULES};
+
+/// A rule or a pool with the slot of the segment it uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slotted {
+    /// Index among the segment's rule slots (or pool slots).
+    pub slot: u8,
+    /// The rule; for a pool, its filter with the pool's capacity as the rate.
+    pub rule: Rule,
+}
 
 /// What a stage needs to know besides the counters: who it runs for and what it enforces.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,8 +40,10 @@ pub struct StageConfig {
     pub mounts: Vec<String>,
     /// File-system types whose mounts are managed (`lustre`, `fuse.*`).
     pub fs_types: Vec<String>,
-    /// Rules in order; rule `i` uses bucket `i`.
-    pub rules: Vec<Rule>,
+    /// Rules in the order they are tried.
+    pub rules: Vec<Slotted>,
+    /// Pools the job shares; every matching pool admits a call, besides its rule.
+    pub pools: Vec<Slotted>,
 }
 
 /// A line of configuration text that cannot be understood.
@@ -39,6 +56,14 @@ pub enum ConfigError {
         line: usize,
         /// The first word.
         item: String,
+    },
+    /// A slot that is not a number, is out of range or is used twice.
+    #[error("line {line}: bad slot '{slot}'")]
+    BadSlot {
+        /// 1-based line number.
+        line: usize,
+        /// The slot as written.
+        slot: String,
     },
     /// A rule that does not parse.
     #[error("line {line}: {source}")]
@@ -65,9 +90,24 @@ impl StageConfig {
             let _ = writeln!(s, "fstype {t}");
         }
         for r in &self.rules {
-            let _ = writeln!(s, "rule {r}");
+            let _ = writeln!(s, "rule {} {}", r.slot, r.rule);
+        }
+        for p in &self.pools {
+            let _ = writeln!(s, "pool {} {}", p.slot, p.rule);
         }
         s
+    }
+
+    /// `rules` in slots 0, 1, … in order: a job whose rules never change.
+    pub fn slot_in_order(rules: Vec<Rule>) -> Vec<Slotted> {
+        rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| Slotted {
+                slot: i as u8,
+                rule,
+            })
+            .collect()
     }
 
     /// Parses the text form.
@@ -80,12 +120,14 @@ impl StageConfig {
                 "user" => c.user = Some(value.to_owned()),
                 "mount" => c.mounts.push(value.to_owned()),
                 "fstype" => c.fs_types.push(value.to_owned()),
-                "rule" => c
-                    .rules
-                    .push(parse_rule(value).map_err(|source| ConfigError::Rule {
-                        line: i + 1,
-                        source,
-                    })?),
+                "rule" | "pool" => {
+                    let (slots, max, list) = match item {
+                        "rule" => (&c.rules, MAX_RULES, 0),
+                        _ => (&c.pools, MAX_POOLS, 1),
+                    };
+                    let entry = slotted(i + 1, value, max, slots)?;
+                    [&mut c.rules, &mut c.pools][list].push(entry);
+                }
                 _ => {
                     return Err(ConfigError::UnknownItem {
                         line: i + 1,
@@ -96,6 +138,26 @@ impl StageConfig {
         }
         Ok(c)
     }
+}
+
+/// Reads `SLOT RULE` whose slot is below `max` and not among `taken`.
+fn slotted(
+    line: usize,
+    value: &str,
+    max: usize,
+    taken: &[Slotted],
+) -> Result<Slotted, ConfigError> {
+    let (slot_text, rule_text) = value.split_once(' ').unwrap_or((value, ""));
+    let slot = slot_text
+        .parse::<u8>()
+        .ok()
+        .filter(|&s| (s as usize) < max && taken.iter().all(|t| t.slot != s))
+        .ok_or_else(|| ConfigError::BadSlot {
+            line,
+            slot: slot_text.to_owned(),
+        })?;
+    let rule = parse_rule(rule_text).map_err(|source| ConfigError::Rule { line, source })?;
+    Ok(Slotted { slot, rule })
 }
 
 #[cfg(test)]
@@ -109,8 +171,30 @@ mod tests {
             user: Some("alice".into()),
             mounts: vec!["/scratch".into()],
             fs_types: vec!["lustre".into()],
-            rules: vec![parse_rule("op=getattr rate=5k/s").unwrap()],
+            rules: StageConfig::slot_in_order(vec![parse_rule("op=getattr rate=5k/s").unwrap()]),
+            pools: vec![Slotted {
+                slot: 3,
+                rule: parse_rule("md: class=metadata rate=10k/s").unwrap(),
+            }],
         };
         assert_eq!(StageConfig::from_text(&c.to_text()).unwrap(), c);
+    }
+
+    #[test]
+    fn slots_are_checked() {
+        for text in [
+            "rule 64 rate=1/s",
+            "pool 16 rate=1/s",
+            "rule x rate=1/s",
+            "rule 1 rate=1/s\nrule 1 rate=2/s",
+        ] {
+            assert!(
+                matches!(
+                    StageConfig::from_text(text),
+                    Err(ConfigError::BadSlot { .. })
+                ),
+                "{text}"
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! - [`path`]: lexical path resolution and the table of managed places;
 //! - [`classify`]: rules compiled per process into a per-operation table;
 //! - [`gate`]: the admission path of one request (classify, reserve, wait, count);
+//! - [`observe`]: per-channel rates over an interval and the job's estimated demand;
 //! - [`config`]: the stage configuration as it travels in a segment;
 //! - [`stats`]: counters summed into the report `sluice run --stats` writes.
 //!
@@ -27,6 +28,7 @@ pub mod bucket;
 pub mod classify;
 pub mod config;
 pub mod gate;
+pub mod observe;
 pub mod op;
 pub mod path;
 pub mod rule;

@@ -2,29 +2,35 @@
 //! sluice.
 //!
 //! One segment per job and node, a file under `/dev/shm` mapped by every process of the
-//! job. It holds the stage's configuration (rules, managed places, job identity) as text,
-//! one GCRA bucket per rule, and counters. Everything written after creation is an atomic,
-//! and nothing is guarded by a lock, so a process killed at any instant leaves the segment
+//! job. It holds the stage's configuration (rules, pools, managed places, job identity) as
+//! text in two areas, one GCRA bucket per channel (a rule, or the job's share of a pool),
+//! and counters. A controller changes the configuration by writing the area not in force
+//! and bumping a generation the stage checks on every call, and a channel's rate by
+//! writing its bucket and waking the threads asleep on it. Every field is an atomic and
+//! nothing is guarded by a lock, so a process killed at any instant leaves the segment
 //! consistent. Each thread owns a shard of counters that only it writes, so counting is
 //! a plain load and store on a line no other core touches; threads beyond the shards a
 //! segment holds share one last shard through atomic additions. Readers add them up.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::bucket::{Limit, TatCell};
 use crate::op::Op;
 
 /// Most rules a segment holds.
 pub const MAX_RULES: usize = 64;
+/// Most pools a segment holds (a pool's channel is `MAX_RULES + pool slot`).
+pub const MAX_POOLS: usize = 16;
+/// Channels: a bucket and counters each; rules first, then pools.
+pub const CHANNELS: usize = MAX_RULES + MAX_POOLS;
 /// Counter shards a thread may own alone (one more is shared by any threads beyond).
 /// Untouched shards cost no memory: the segment is a sparse file on tmpfs.
 pub const SHARDS: usize = 256;
-/// Bytes reserved for the configuration text.
+/// Bytes reserved for each of the two configuration areas.
 pub const CONFIG_LEN: usize = 60 * 1024;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICE\0\x01");
-const LAYOUT_VERSION: u64 = 1;
+const LAYOUT_VERSION: u64 = 2;
 
 /// Why a mapped segment cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,11 +53,19 @@ pub enum SegmentError {
 struct Header {
     magic: AtomicU64,
     version: AtomicU64,
-    config_len: AtomicU64,
+    /// Bumped after each configuration is written; its parity names the area in force.
+    config_gen: AtomicU64,
     thread_seq: AtomicU64,
+    config_len: [AtomicU64; 2],
 }
 
-/// A rule's bucket: the TAT on a cache line of its own (written by every reservation),
+/// One configuration area, as words: the area a reader copies may be rewritten while it
+/// copies (two publishes later), so every access is atomic and the reader re-checks the
+/// generation afterwards.
+#[repr(C)]
+struct ConfigArea([AtomicU64; CONFIG_LEN / 8]);
+
+/// A channel's bucket: the TAT on a cache line of its own (written by every reservation),
 /// and the limit on another (read by every call, written only when a controller acts).
 #[repr(C, align(64))]
 pub struct SharedBucket {
@@ -59,7 +73,13 @@ pub struct SharedBucket {
     _tat_line: [u64; 7],
     per_sec: AtomicU64,
     burst: AtomicU64,
-    generation: AtomicU64,
+    /// The rate the TAT's backlog was reserved at (the last non-zero one), so that a
+    /// change from a zero rate can rescale it.
+    backlog_rate: AtomicU64,
+    /// When the limit last changed: the instant the backlog was rescaled from.
+    changed_at: AtomicU64,
+    /// A futex word: bumped on every limit change, waited on by sleeping threads.
+    generation: AtomicU32,
 }
 
 impl TatCell for SharedBucket {
@@ -78,8 +98,30 @@ impl SharedBucket {
         )
     }
 
-    /// Changes the limit; threads holding batches or waiting see the new generation.
-    pub fn set_limit(&self, limit: Limit) {
+    /// Changes the limit at time `now` (the stage's CLOCK_MONOTONIC, in nanoseconds).
+    ///
+    /// The backlog already reserved (the TAT ahead of now) is rescaled to the new rate,
+    /// as every waiting thread rescales its own wait when it sees the new generation: the
+    /// queue keeps its order and drains at the new rate from now on. The caller then wakes
+    /// the sleepers with a futex wake on [`SharedBucket::generation_word`] (a system call,
+    /// which this crate does not make). Only one writer (the controller) may call this.
+    pub fn set_limit(&self, limit: Limit, now: u64) {
+        let old = self.backlog_rate.load(Ordering::Relaxed);
+        if limit.per_sec > 0 && old > 0 && old != limit.per_sec {
+            let tat = &self.tat;
+            let mut cur = tat.load(Ordering::Relaxed);
+            while cur > now {
+                let next = now.saturating_add(rescale(cur - now, old, limit.per_sec));
+                match tat.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(seen) => cur = seen,
+                }
+            }
+        }
+        if limit.per_sec > 0 {
+            self.backlog_rate.store(limit.per_sec, Ordering::Relaxed);
+        }
+        self.changed_at.store(now, Ordering::Relaxed);
         self.burst.store(limit.burst, Ordering::Relaxed);
         self.per_sec.store(limit.per_sec, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -87,9 +129,27 @@ impl SharedBucket {
 
     /// Bumped on every limit change.
     #[inline]
-    pub fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u32 {
         self.generation.load(Ordering::Acquire)
     }
+
+    /// When the limit last changed (the `now` given to [`SharedBucket::set_limit`]).
+    #[inline]
+    pub fn changed_at(&self) -> u64 {
+        self.changed_at.load(Ordering::Relaxed)
+    }
+
+    /// The word sleepers wait on and a controller wakes after [`SharedBucket::set_limit`].
+    pub fn generation_word(&self) -> &AtomicU32 {
+        &self.generation
+    }
+}
+
+/// `ns` of backlog reserved at `from` units per second, as time at `to` units per second.
+#[inline]
+pub fn rescale(ns: u64, from: u64, to: u64) -> u64 {
+    let scaled = ns as u128 * from as u128 / to.max(1) as u128;
+    scaled.min(u64::MAX as u128) as u64
 }
 
 /// Calls and bytes of one operation.
@@ -102,13 +162,15 @@ pub struct OpCounter {
     pub bytes: AtomicU64,
 }
 
-/// What one rule admitted.
+/// What one channel (a rule or a pool share) saw.
 #[repr(C)]
 #[derive(Default)]
-pub struct RuleCounter {
+pub struct ChannelCounter {
+    /// Calls that reached the channel's gate, admitted or not yet.
+    pub arrivals: AtomicU64,
     /// Calls admitted.
     pub admitted: AtomicU64,
-    /// Bytes charged (bytes rules) .
+    /// Bytes charged (bytes channels).
     pub bytes: AtomicU64,
     /// Nanoseconds callers spent waiting.
     pub wait_ns: AtomicU64,
@@ -121,8 +183,8 @@ pub struct RuleCounter {
 pub struct Shard {
     /// Per operation, indexed by [`Op::index`].
     pub ops: [OpCounter; Op::COUNT],
-    /// Per rule.
-    pub rules: [RuleCounter; MAX_RULES],
+    /// Per channel: rules, then pools.
+    pub channels: [ChannelCounter; CHANNELS],
     /// Calls on unmanaged targets.
     pub unmanaged: AtomicU64,
 }
@@ -131,14 +193,10 @@ pub struct Shard {
 #[repr(C)]
 pub struct Segment {
     header: Header,
-    config: UnsafeCell<[u8; CONFIG_LEN]>,
-    buckets: [SharedBucket; MAX_RULES],
+    config: [ConfigArea; 2],
+    buckets: [SharedBucket; CHANNELS],
     shards: [Shard; SHARDS + 1],
 }
-
-// SAFETY: every field is an atomic except `config`, which is written only by `init` before
-// `config_len` is published with Release, and only read after it is observed with Acquire.
-unsafe impl Sync for Segment {}
 
 impl Segment {
     /// Bytes to map.
@@ -151,48 +209,81 @@ impl Segment {
     /// written only through this type, that stay mapped for `'a`.
     pub unsafe fn from_ptr<'a>(ptr: *const u8) -> &'a Segment {
         // SAFETY: the caller guarantees size, alignment and lifetime; all-zero bytes are a
-        // valid value of every field (atomics and a byte array).
+        // valid value of every field (atomics only).
         unsafe { &*(ptr as *const Segment) }
     }
 
-    /// Writes the configuration and the rules' limits into a fresh (zeroed) segment.
-    ///
-    /// # Safety
-    /// No other process or thread may use the segment until this returns.
-    pub unsafe fn init(&self, config: &str, limits: &[Limit]) -> Result<(), SegmentError> {
-        if config.len() > CONFIG_LEN {
-            return Err(SegmentError::ConfigTooLarge(config.len()));
-        }
-        // SAFETY: nobody else reads the config before `config_len` is published below.
-        unsafe { (&mut *self.config.get())[..config.len()].copy_from_slice(config.as_bytes()) };
-        for (b, l) in self.buckets.iter().zip(limits) {
-            b.set_limit(*l);
+    /// Writes the first configuration and the channels' limits into a fresh (zeroed)
+    /// segment. `limits` are indexed by channel.
+    pub fn init(
+        &self,
+        config: &str,
+        limits: &[(usize, Limit)],
+        now: u64,
+    ) -> Result<(), SegmentError> {
+        for (ch, l) in limits {
+            self.buckets[*ch].set_limit(*l, now);
         }
         self.header.magic.store(MAGIC, Ordering::Relaxed);
         self.header.version.store(LAYOUT_VERSION, Ordering::Relaxed);
-        self.header
-            .config_len
-            .store(config.len() as u64 + 1, Ordering::Release);
+        self.publish(config)
+    }
+
+    /// Replaces the configuration: written into the area not in force, then published by
+    /// bumping the generation, which every process checks on each call. One writer only.
+    pub fn publish(&self, config: &str) -> Result<(), SegmentError> {
+        if config.len() > CONFIG_LEN {
+            return Err(SegmentError::ConfigTooLarge(config.len()));
+        }
+        let next = self.header.config_gen.load(Ordering::Relaxed) + 1;
+        let area = (next % 2) as usize;
+        for (word, chunk) in self.config[area].0.iter().zip(config.as_bytes().chunks(8)) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            word.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        self.header.config_len[area].store(config.len() as u64, Ordering::Relaxed);
+        self.header.config_gen.store(next, Ordering::Release);
         Ok(())
     }
 
-    /// The configuration text, once the segment is initialised and of our layout.
-    pub fn config(&self) -> Result<&str, SegmentError> {
+    /// The generation of the configuration in force (0 before the first); one relaxed
+    /// load, made on every call by the stage.
+    #[inline(always)]
+    pub fn config_generation(&self) -> u64 {
+        self.header.config_gen.load(Ordering::Relaxed)
+    }
+
+    /// The configuration text in force and its generation, once the segment is
+    /// initialised and of our layout.
+    pub fn config(&self) -> Result<(String, u64), SegmentError> {
         if self.header.magic.load(Ordering::Relaxed) != MAGIC
             || self.header.version.load(Ordering::Relaxed) != LAYOUT_VERSION
         {
             return Err(SegmentError::BadMagic);
         }
-        let len = self.header.config_len.load(Ordering::Acquire);
-        if len == 0 {
-            return Err(SegmentError::NotReady);
+        loop {
+            let generation = self.header.config_gen.load(Ordering::Acquire);
+            if generation == 0 {
+                return Err(SegmentError::NotReady);
+            }
+            let area = (generation % 2) as usize;
+            let len =
+                (self.header.config_len[area].load(Ordering::Relaxed) as usize).min(CONFIG_LEN);
+            let mut bytes = Vec::with_capacity(len + 8);
+            for word in &self.config[area].0[..len.div_ceil(8)] {
+                bytes.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+            }
+            bytes.truncate(len);
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.header.config_gen.load(Ordering::Relaxed) == generation {
+                let text = String::from_utf8(bytes).map_err(|_| SegmentError::ConfigNotText)?;
+                return Ok((text, generation));
+            }
         }
-        // SAFETY: published with Release in `init` and never written again.
-        let bytes = unsafe { &(&*self.config.get())[..(len - 1) as usize] };
-        std::str::from_utf8(bytes).map_err(|_| SegmentError::ConfigNotText)
     }
 
-    /// Rule `i`'s bucket.
+    /// Channel `i`'s bucket (rules `0..MAX_RULES`, then pools).
     #[inline]
     pub fn bucket(&self, i: usize) -> &SharedBucket {
         &self.buckets[i]
@@ -209,19 +300,22 @@ impl Segment {
         (self.header.thread_seq.fetch_add(1, Ordering::Relaxed) as usize).min(SHARDS)
     }
 
+    /// The shards handed out so far (own ones, then the shared one if any thread shares).
+    pub fn shards_in_use(&self) -> &[Shard] {
+        let n = self.header.thread_seq.load(Ordering::Relaxed) as usize;
+        &self.shards[..n.min(SHARDS + 1)]
+    }
+
     /// Sums the shards.
     pub fn totals(&self) -> Totals {
         let mut t = Totals::default();
-        for s in &self.shards {
+        for s in self.shards_in_use() {
             for (acc, c) in t.ops.iter_mut().zip(&s.ops) {
                 acc.calls += c.calls.load(Ordering::Relaxed);
                 acc.bytes += c.bytes.load(Ordering::Relaxed);
             }
-            for (acc, c) in t.rules.iter_mut().zip(&s.rules) {
-                acc.admitted += c.admitted.load(Ordering::Relaxed);
-                acc.bytes += c.bytes.load(Ordering::Relaxed);
-                acc.wait_ns += c.wait_ns.load(Ordering::Relaxed);
-                acc.waiting = acc.waiting.wrapping_add(c.waiting.load(Ordering::Relaxed));
+            for (acc, c) in t.channels.iter_mut().zip(&s.channels) {
+                acc.add(&ChannelTotal::of(c));
             }
             t.unmanaged += s.unmanaged.load(Ordering::Relaxed);
         }
@@ -252,9 +346,11 @@ pub struct OpTotal {
     pub bytes: u64,
 }
 
-/// Plain sums of a rule's counters.
+/// Plain sums of a channel's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RuleTotal {
+pub struct ChannelTotal {
+    /// Calls that reached the gate.
+    pub arrivals: u64,
     /// Calls admitted.
     pub admitted: u64,
     /// Bytes charged.
@@ -265,13 +361,35 @@ pub struct RuleTotal {
     pub waiting: u64,
 }
 
+impl ChannelTotal {
+    /// One shard's counters.
+    pub fn of(c: &ChannelCounter) -> Self {
+        ChannelTotal {
+            arrivals: c.arrivals.load(Ordering::Relaxed),
+            admitted: c.admitted.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            wait_ns: c.wait_ns.load(Ordering::Relaxed),
+            waiting: c.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Adds `o` (the gauge wraps: each shard's is a count of +1s and -1s).
+    pub fn add(&mut self, o: &ChannelTotal) {
+        self.arrivals += o.arrivals;
+        self.admitted += o.admitted;
+        self.bytes += o.bytes;
+        self.wait_ns += o.wait_ns;
+        self.waiting = self.waiting.wrapping_add(o.waiting);
+    }
+}
+
 /// Every counter of a segment, summed over its shards.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Totals {
     /// Per operation, indexed by [`Op::index`].
     pub ops: [OpTotal; Op::COUNT],
-    /// Per rule.
-    pub rules: [RuleTotal; MAX_RULES],
+    /// Per channel: rules, then pools.
+    pub channels: [ChannelTotal; CHANNELS],
     /// Calls on unmanaged targets.
     pub unmanaged: u64,
 }
@@ -280,7 +398,7 @@ impl Default for Totals {
     fn default() -> Self {
         Totals {
             ops: [OpTotal::default(); Op::COUNT],
-            rules: [RuleTotal::default(); MAX_RULES],
+            channels: [ChannelTotal::default(); CHANNELS],
             unmanaged: 0,
         }
     }
@@ -303,10 +421,13 @@ mod tests {
         // SAFETY: zeroed, aligned, lives for the test.
         let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
         assert_eq!(seg.config(), Err(SegmentError::BadMagic));
-        // SAFETY: nobody else uses it.
-        unsafe { seg.init("job 1\n", &[Limit::new(5, 1)]).unwrap() };
-        assert_eq!(seg.config().unwrap(), "job 1\n");
+        seg.init("job 1\n", &[(0, Limit::new(5, 1))], 0).unwrap();
+        assert_eq!(seg.config().unwrap(), ("job 1\n".to_owned(), 1));
         assert_eq!(seg.bucket(0).limit(), Limit::new(5, 1));
+        // Only shards handed out are summed: four threads, then everyone beyond.
+        for _ in 0..=SHARDS {
+            seg.next_shard();
+        }
         seg.shard(3).ops[Op::Getattr.index()]
             .calls
             .fetch_add(2, Ordering::Relaxed);
@@ -318,6 +439,47 @@ mod tests {
 
     #[test]
     fn segment_is_small_enough_to_map_per_job() {
-        const { assert!(Segment::SIZE < 1024 * 1024 && Segment::SIZE.is_multiple_of(64)) };
+        const { assert!(Segment::SIZE < 2 * 1024 * 1024 && Segment::SIZE.is_multiple_of(64)) };
+    }
+
+    #[test]
+    fn a_published_configuration_replaces_the_one_in_force() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        seg.init("job 1\nrule 0 op=open rate=1/s\n", &[], 0)
+            .unwrap();
+        seg.publish("job 1\n").unwrap();
+        assert_eq!(seg.config().unwrap(), ("job 1\n".to_owned(), 2));
+        assert_eq!(seg.config_generation(), 2);
+        let long = "x".repeat(CONFIG_LEN + 1);
+        assert_eq!(
+            seg.publish(&long),
+            Err(SegmentError::ConfigTooLarge(CONFIG_LEN + 1))
+        );
+        assert_eq!(seg.config().unwrap().0, "job 1\n");
+    }
+
+    /// A rate change keeps the queue's order and drains the backlog at the new rate.
+    #[test]
+    fn a_rate_change_rescales_the_backlog() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let bucket = seg.bucket(3);
+        bucket.set_limit(Limit::new(10, 1), 0);
+        let g = bucket.generation();
+        // Ten calls at 10/s: the backlog reaches one second ahead.
+        for _ in 0..10 {
+            crate::bucket::reserve(bucket, bucket.limit(), 0, 1);
+        }
+        assert_eq!(bucket.tat().load(Ordering::Relaxed), 1_000_000_000);
+        bucket.set_limit(Limit::new(1000, 1), 0);
+        assert_eq!(bucket.tat().load(Ordering::Relaxed), 10_000_000);
+        assert_ne!(bucket.generation(), g);
+        // Through a zero rate and back, the backlog is kept in the last real rate.
+        bucket.set_limit(Limit::new(0, 1), 0);
+        bucket.set_limit(Limit::new(100, 1), 0);
+        assert_eq!(bucket.tat().load(Ordering::Relaxed), 100_000_000);
     }
 }

@@ -2,15 +2,16 @@
 //!
 //! This is the JSON `sluice run --stats FILE` writes:
 //! `{"job":…, "ops":{"open":{"calls":…,"bytes":…},…}, "rules":[{"rule":…,"admitted":…,
-//! "bytes":…,"wait_ns":…}], "unmanaged":…}`. Operations appear in the order of
+//! "bytes":…,"wait_ns":…}], "pools":[{"rule":…,…}], "unmanaged":…}` (pools: the job's
+//! shares of the control plane's pools, written as the pool's filter and capacity). Operations appear in the order of
 //! [`Op::ALL`], every one of them, so that a script can index the report without checks.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
+use crate::config::Slotted;
 use crate::op::Op;
-use crate::rule::Rule;
-use crate::segment::{OpTotal, Totals};
+use crate::segment::{ChannelTotal, MAX_RULES, OpTotal, Totals};
 
 /// Counters of one operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -21,7 +22,7 @@ pub struct OpStats {
     pub bytes: u64,
 }
 
-/// Counters of one rule.
+/// Counters of one rule or pool share.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RuleStats {
     /// The rule in normal form.
@@ -57,32 +58,38 @@ pub struct Stats {
     pub ops: OpsStats,
     /// Per rule, in rule order.
     pub rules: Vec<RuleStats>,
+    /// Per pool the job shares.
+    pub pools: Vec<RuleStats>,
     /// Calls on targets outside the managed places.
     pub unmanaged: u64,
 }
 
 impl Stats {
-    /// Builds the report from a segment's totals and its rules.
-    pub fn new(job: &str, rules: &[Rule], totals: &Totals) -> Self {
+    /// Builds the report from a segment's totals, its rules and its pools.
+    pub fn new(job: &str, rules: &[Slotted], pools: &[Slotted], totals: &Totals) -> Self {
         let ops = OpsStats(
             totals
                 .ops
                 .map(|OpTotal { calls, bytes }| OpStats { calls, bytes }),
         );
-        let rules = rules
-            .iter()
-            .zip(&totals.rules)
-            .map(|(r, t)| RuleStats {
-                rule: r.to_string(),
-                admitted: t.admitted,
-                bytes: t.bytes,
-                wait_ns: t.wait_ns,
-            })
-            .collect();
+        let of = |list: &[Slotted], first: usize| -> Vec<RuleStats> {
+            list.iter()
+                .map(|s| {
+                    let t: &ChannelTotal = &totals.channels[first + s.slot as usize];
+                    RuleStats {
+                        rule: s.rule.to_string(),
+                        admitted: t.admitted,
+                        bytes: t.bytes,
+                        wait_ns: t.wait_ns,
+                    }
+                })
+                .collect()
+        };
         Stats {
             job: job.to_owned(),
             ops,
-            rules,
+            rules: of(rules, 0),
+            pools: of(pools, MAX_RULES),
             unmanaged: totals.unmanaged,
         }
     }

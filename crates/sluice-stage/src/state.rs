@@ -4,16 +4,23 @@
 //! Until the constructor has finished, and whenever it could not set up (no segment named,
 //! a segment that does not map or does not parse), every hook passes straight through:
 //! the program runs unmanaged, and the log file says why.
+//!
+//! A controller may replace the job's rules and pools while it runs: each call compares
+//! the segment's configuration generation with the one compiled (one relaxed load), and
+//! the first thread to see a change compiles the new configuration and publishes it. The
+//! compiled rules a thread may still be using are never freed: a few kilobytes per change.
+//! The managed places stay those of the start, because descriptors opened since carry
+//! their place; a rule that names a new `mount=` applies to the places known at start.
 
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use sluice_core::classify::Compiled;
 use sluice_core::config::StageConfig;
 use sluice_core::gate::{Clock, Gate};
-use sluice_core::path::{PATH_MAX, mounts_of_types};
+use sluice_core::path::{MountTable, PATH_MAX, mounts_of_types};
 use sluice_core::rule::Identity;
-use sluice_core::segment::{MAX_RULES, Segment};
+use sluice_core::segment::Segment;
 
 use crate::log::log;
 use crate::{cwd, sys, target};
@@ -27,8 +34,13 @@ pub const LOG_ENV: &CStr = c"SLUICE_LOG";
 pub struct State {
     /// The job's segment.
     pub segment: &'static Segment,
-    /// This process's rules and managed places.
-    pub compiled: Compiled,
+    /// This process's rules, pools and managed places, as last compiled (never freed).
+    compiled: AtomicPtr<Compiled>,
+    /// The configuration generation `compiled` was made from.
+    generation: AtomicU64,
+    /// Held by the thread compiling a new configuration.
+    reloading: AtomicBool,
+    identity: Identity,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -41,13 +53,57 @@ impl State {
         unsafe { STATE.load(Ordering::Acquire).as_ref() }
     }
 
-    /// The admission path.
+    /// The admission path, with the rules in force.
     #[inline(always)]
     pub fn gate(&self) -> Gate<'_> {
+        if self.segment.config_generation() != self.generation.load(Ordering::Relaxed) {
+            self.reload();
+        }
         Gate {
             segment: self.segment,
-            compiled: &self.compiled,
+            compiled: self.compiled(),
         }
+    }
+
+    /// The compiled rules last published.
+    #[inline(always)]
+    fn compiled(&self) -> &Compiled {
+        // SAFETY: always a leaked Box, never freed.
+        unsafe { &*self.compiled.load(Ordering::Acquire) }
+    }
+
+    /// The managed places (fixed at start).
+    #[inline(always)]
+    pub fn places(&self) -> &MountTable {
+        self.compiled().places()
+    }
+
+    /// Compiles the configuration in force, unless another thread is at it (this call
+    /// then goes on under the rules it had).
+    #[cold]
+    fn reload(&self) {
+        if self.reloading.swap(true, Ordering::Acquire) {
+            return;
+        }
+        match self.segment.config() {
+            Ok((text, generation)) => {
+                let compiled = StageConfig::from_text(&text).map(|c| {
+                    self.compiled()
+                        .recompiled(&c.rules, &c.pools, &self.identity)
+                });
+                match compiled {
+                    Ok(c) => {
+                        self.compiled
+                            .store(Box::into_raw(Box::new(c)), Ordering::Release);
+                        log!("configuration {generation} in force");
+                    }
+                    Err(why) => log!("configuration {generation} ignored: {why}"),
+                }
+                self.generation.store(generation, Ordering::Relaxed);
+            }
+            Err(why) => log!("cannot read the new configuration: {why}"),
+        }
+        self.reloading.store(false, Ordering::Release);
     }
 }
 
@@ -70,8 +126,8 @@ impl Clock for SysClock {
     fn coarse_resolution_ns(&self) -> u64 {
         COARSE_RES.load(Ordering::Relaxed)
     }
-    fn sleep_until(&self, deadline: u64) {
-        sys::sleep_until(deadline)
+    fn wait_until(&self, deadline: u64, word: &AtomicU32, seen: u32) {
+        sys::futex_wait_until(word, seen, deadline)
     }
 }
 
@@ -121,14 +177,8 @@ fn load(path: &CStr) -> Result<(State, String), String> {
     // SAFETY: the kernel mapped SIZE bytes, page-aligned, for the life of the process;
     // the segment file was created zeroed and is written only through `Segment`.
     let segment = unsafe { Segment::from_ptr(ptr) };
-    let config = StageConfig::from_text(segment.config().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    if config.rules.len() > MAX_RULES {
-        return Err(format!(
-            "{} rules, more than the {MAX_RULES} a segment holds",
-            config.rules.len()
-        ));
-    }
+    let (text, generation) = segment.config().map_err(|e| e.to_string())?;
+    let config = StageConfig::from_text(&text).map_err(|e| e.to_string())?;
     let identity = Identity {
         job: config.job.clone(),
         uid: real_uid(),
@@ -136,13 +186,24 @@ fn load(path: &CStr) -> Result<(State, String), String> {
         exe: exe_name(),
     };
     let mounts = managed_mounts(&config);
-    let compiled =
-        Compiled::new(&config.rules, &identity, mounts.as_deref()).map_err(|e| e.to_string())?;
-    let state = State { segment, compiled };
+    let compiled = Compiled::new(&config.rules, &config.pools, &identity, mounts.as_deref())
+        .map_err(|e| e.to_string())?;
+    let state = State {
+        segment,
+        compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),
+        generation: AtomicU64::new(generation),
+        reloading: AtomicBool::new(false),
+        identity,
+    };
     learn_cwd(&state);
     Ok((
         state,
-        format!("job '{}' with {} rule(s)", config.job, config.rules.len()),
+        format!(
+            "job '{}' with {} rule(s) and {} pool(s)",
+            config.job,
+            config.rules.len(),
+            config.pools.len()
+        ),
     ))
 }
 

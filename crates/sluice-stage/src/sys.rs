@@ -150,27 +150,28 @@ pub fn clock_resolution_ns(clock: libc::clockid_t) -> u64 {
     }
 }
 
-/// Sleeps until CLOCK_MONOTONIC reads `deadline`. A signal runs its handler and the sleep
-/// goes on, so the application never sees a spurious EINTR.
-pub fn sleep_until(deadline: u64) {
+/// Sleeps until CLOCK_MONOTONIC reads `deadline` or until another process changes `word`
+/// from `seen` and wakes it (a shared futex: the word lives in a segment mapped by several
+/// processes). Returns early on a wake-up, on a signal (its handler has run) or if `word`
+/// had already changed; the caller re-checks. errno is left as it was.
+pub fn futex_wait_until(word: &std::sync::atomic::AtomicU32, seen: u32, deadline: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
     };
     keep_errno(|| {
-        loop {
-            // SAFETY: ts is valid; TIMER_ABSTIME makes restarting after EINTR exact.
-            let r = unsafe {
-                libc::clock_nanosleep(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TIMER_ABSTIME,
-                    &ts,
-                    std::ptr::null_mut(),
-                )
-            };
-            if r != libc::EINTR {
-                break;
-            }
-        }
+        // SAFETY: `word` is a valid, aligned 32-bit word for the life of the call; with
+        // FUTEX_WAIT_BITSET the timeout is an absolute CLOCK_MONOTONIC time.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET,
+                seen,
+                &ts as *const libc::timespec,
+                std::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        };
     });
 }

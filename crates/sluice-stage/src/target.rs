@@ -80,7 +80,7 @@ pub fn stream_fd(slot: &crate::real::Slot, stream: *mut c_void) -> Option<c_int>
 /// worked out only when `want_below` (an open or a chdir will remember the answer).
 #[inline]
 pub fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
-    let places = st.compiled.places();
+    let places = st.places();
     Entry::File {
         place: places.lookup(path),
         below: want_below && places.has_places_below(path),
@@ -98,7 +98,7 @@ fn path_entry(
         return None;
     }
     if let Some(place) = quick_root(st, p) {
-        let below = want_below && st.compiled.places().has_places_below(b"/");
+        let below = want_below && st.places().has_places_below(b"/");
         return Some(Entry::File { place, below });
     }
     // SAFETY: a non-null path from the application is NUL-terminated.
@@ -159,7 +159,7 @@ fn quick_root(st: &State, p: *const c_char) -> Option<PlaceIdx> {
     unsafe {
         if *p != b'/' as c_char
             || *p.add(1) == 0
-            || !st.compiled.places().no_place_starts_with(*p.add(1) as u8)
+            || !st.places().no_place_starts_with(*p.add(1) as u8)
         {
             return None;
         }

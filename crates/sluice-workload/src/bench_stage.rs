@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use sluice_core::bucket::Limit;
 use sluice_core::classify::Compiled;
+use sluice_core::config::StageConfig;
 use sluice_core::gate::{Clock, Gate, Size, ThreadState};
 use sluice_core::op::Op;
 use sluice_core::path::is_normal;
@@ -47,7 +48,8 @@ impl Clock for Monotonic {
         unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
         ts.tv_nsec as u64
     }
-    fn sleep_until(&self, deadline: u64) {
+    // The benchmark's rate is never reached and nobody changes it: a plain sleep will do.
+    fn wait_until(&self, deadline: u64, _word: &std::sync::atomic::AtomicU32, _seen: u32) {
         let now = self.now_ns();
         std::thread::sleep(Duration::from_nanos(deadline.saturating_sub(now)));
     }
@@ -87,16 +89,13 @@ impl Bench {
             std::ptr::write_bytes(segment.as_mut_ptr() as *mut u8, 0, Segment::SIZE);
             segment.assume_init()
         };
-        // SAFETY: not shared yet.
-        unsafe {
-            segment.init(
-                "job bench\n",
-                &[Limit::new(rule.rate.per_sec, rule.burst_or_default())],
-            )
-        }
-        .expect("config fits");
+        let limit = Limit::new(rule.rate.per_sec, rule.burst_or_default());
+        segment
+            .init("job bench\n", &[(0, limit)], 0)
+            .expect("config fits");
+        let rules = StageConfig::slot_in_order(vec![rule]);
         let compiled =
-            Compiled::new(&[rule], &Identity::default(), None).expect("no places to check");
+            Compiled::new(&rules, &[], &Identity::default(), None).expect("no places to check");
         Bench { segment, compiled }
     }
 

@@ -66,7 +66,7 @@ pub fn intercept<R: Ret>(
                 let gate = st.gate();
                 let ts = guard.thread_state();
                 match entry {
-                    Entry::File { place, .. } if st.compiled.places().is_managed(place) => {
+                    Entry::File { place, .. } if st.places().is_managed(place) => {
                         let ticket = gate.admit(ts, &SysClock, op, place, size);
                         let ret = real();
                         gate.finish(ts, &SysClock, ticket, moved.of(ret));

@@ -1,0 +1,169 @@
+//! What a controller sees of a job over an interval: per channel, arrivals, admitted units,
+//! waiting, and an estimate of the demand the job would have had without its limits.
+//!
+//! A throttled job's admitted rate says nothing of how much more it wants: a closed-loop
+//! thread held to half its natural rate simply issues half as many calls. What does show
+//! is the time its threads spent waiting. A thread that waited a share `w` of an interval
+//! and was admitted `n` units in it would have issued about `n / (1 − w)` without waiting,
+//! since every other moment of the interval it was doing what it does unthrottled. Each
+//! thread owns a counter shard, so the estimate is made thread by thread from the segment's
+//! shards and summed: `demand = Σ_threads Δadmitted / (1 − Δwait / interval)`. Threads
+//! beyond the segment's own shards share one, which the estimate treats as one thread.
+
+use crate::segment::{ChannelTotal, Segment};
+
+/// The most a thread's admitted units are multiplied by: a thread that waited all of the
+/// interval says only that it wants much more than it got.
+pub const MAX_DEMAND_FACTOR: f64 = 100.0;
+
+/// A channel to observe: its index in the segment, and whether its unit is bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watched {
+    /// Channel index (rules first, then pools).
+    pub index: usize,
+    /// Whether the channel counts bytes (admitted units are then bytes, else calls).
+    pub bytes: bool,
+}
+
+/// The counters of some channels at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    at_ns: u64,
+    totals: Vec<ChannelTotal>,
+    /// Per thread (shard): units admitted per watched channel, and nanoseconds waited on
+    /// all of them.
+    threads: Vec<(Vec<u64>, u64)>,
+}
+
+/// One channel over one interval, per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ChannelRates {
+    /// Calls that reached the gate.
+    pub arrivals: f64,
+    /// Units admitted.
+    pub admitted: f64,
+    /// Thread-seconds spent waiting.
+    pub wait: f64,
+    /// Threads waiting at the end of the interval.
+    pub waiting: u32,
+    /// Estimated units the job would have issued without its limits.
+    pub demand: f64,
+}
+
+impl Snapshot {
+    /// Reads `watched` from `segment` at time `at_ns`.
+    pub fn take(segment: &Segment, watched: &[Watched], at_ns: u64) -> Snapshot {
+        let mut totals = vec![ChannelTotal::default(); watched.len()];
+        let mut threads = Vec::new();
+        for shard in segment.shards_in_use() {
+            let mut units = Vec::with_capacity(watched.len());
+            let mut wait = 0;
+            for (w, acc) in watched.iter().zip(&mut totals) {
+                let t = ChannelTotal::of(&shard.channels[w.index]);
+                acc.add(&t);
+                units.push(if w.bytes { t.bytes } else { t.admitted });
+                wait += t.wait_ns;
+            }
+            threads.push((units, wait));
+        }
+        Snapshot {
+            at_ns,
+            totals,
+            threads,
+        }
+    }
+
+    /// Rates over the interval from `prev` to `self`, one per watched channel (the same
+    /// channels in the same order in both).
+    pub fn rates_since(&self, prev: &Snapshot, watched: &[Watched]) -> Vec<ChannelRates> {
+        let interval = self.at_ns.saturating_sub(prev.at_ns).max(1) as f64;
+        let secs = interval / 1e9;
+        let empty = (Vec::new(), 0);
+        let mut demand = vec![0.0; watched.len()];
+        for (i, (units, wait)) in self.threads.iter().enumerate() {
+            let (before, waited_before) = prev.threads.get(i).unwrap_or(&empty);
+            let waited = wait.saturating_sub(*waited_before) as f64;
+            let factor = (interval / (interval - waited).max(1.0)).min(MAX_DEMAND_FACTOR);
+            for (c, acc) in demand.iter_mut().enumerate() {
+                let got = units[c].saturating_sub(before.get(c).copied().unwrap_or(0));
+                *acc += got as f64 * factor;
+            }
+        }
+        watched
+            .iter()
+            .enumerate()
+            .map(|(c, w)| {
+                let now = &self.totals[c];
+                let then = prev.totals.get(c).copied().unwrap_or_default();
+                let units = |t: &ChannelTotal| if w.bytes { t.bytes } else { t.admitted };
+                ChannelRates {
+                    arrivals: now.arrivals.saturating_sub(then.arrivals) as f64 / secs,
+                    admitted: units(now).saturating_sub(units(&then)) as f64 / secs,
+                    wait: now.wait_ns.saturating_sub(then.wait_ns) as f64 / interval,
+                    waiting: now.waiting.min(u32::MAX as u64) as u32,
+                    demand: demand[c] / secs,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::segment::SHARDS;
+
+    fn fresh() -> Box<std::mem::MaybeUninit<Segment>> {
+        let mut b = Box::<Segment>::new_uninit();
+        // SAFETY: writing zeros over the whole allocation is a valid Segment.
+        unsafe { std::ptr::write_bytes(b.as_mut_ptr() as *mut u8, 0, Segment::SIZE) };
+        b
+    }
+
+    /// Two threads held to half their natural rate (each waited half the second) and one
+    /// unthrottled: the estimate doubles the first two and keeps the third.
+    #[test]
+    fn demand_scales_each_thread_by_the_time_it_could_work() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let watched = [Watched {
+            index: 2,
+            bytes: false,
+        }];
+        let before = Snapshot::take(seg, &watched, 0);
+        for (admitted, wait_ns) in [(500, 500_000_000), (300, 500_000_000), (1000, 0)] {
+            let c = &seg.shard(seg.next_shard()).channels[2];
+            c.admitted.store(admitted, Ordering::Relaxed);
+            c.arrivals.store(admitted, Ordering::Relaxed);
+            c.wait_ns.store(wait_ns, Ordering::Relaxed);
+        }
+        let after = Snapshot::take(seg, &watched, 1_000_000_000);
+        let r = after.rates_since(&before, &watched)[0];
+        assert_eq!(r.admitted, 1800.0);
+        assert_eq!(r.arrivals, 1800.0);
+        assert_eq!(r.wait, 1.0);
+        assert!((r.demand - 2600.0).abs() < 1e-6, "{}", r.demand);
+        assert!(seg.shards_in_use().len() <= SHARDS + 1);
+    }
+
+    #[test]
+    fn a_thread_that_only_waited_counts_a_bounded_factor() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let watched = [Watched {
+            index: 70,
+            bytes: true,
+        }];
+        let before = Snapshot::take(seg, &watched, 0);
+        let c = &seg.shard(seg.next_shard()).channels[70];
+        c.bytes.store(10, Ordering::Relaxed);
+        c.wait_ns.store(2_000_000_000, Ordering::Relaxed);
+        let r = Snapshot::take(seg, &watched, 1_000_000_000).rates_since(&before, &watched)[0];
+        assert_eq!(r.admitted, 10.0);
+        assert_eq!(r.demand, 10.0 * MAX_DEMAND_FACTOR);
+    }
+}
