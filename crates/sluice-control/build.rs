@@ -1,0 +1,24 @@
+//! Compiles the control-plane protocol with protox, so that building needs no system
+//! `protoc`.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    let root = manifest.join("../../proto");
+    let proto = root.join("sluice/v1/control.proto");
+    println!("cargo:rerun-if-changed={}", root.display());
+    println!("cargo:rerun-if-changed={}", proto.display());
+
+    let fds = protox::compile([&proto], [&root])?;
+    // The descriptor set has no paths to watch; the lines above do that job.
+    tonic_prost_build::configure()
+        .emit_rerun_if_changed(false)
+        .build_client(true)
+        .build_server(true)
+        // The generated `connect` constructor would clash with Control's `Connect` rpc,
+        // and clients go through `transport::connect` anyway.
+        .build_transport(false)
+        .compile_fds(fds)?;
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! The global controller's computation, pure: a registry of nodes and the jobs placed
+//! on them, one round of each pool's control algorithm per interval, each job's
+//! allocation split among its nodes, and only the rates that changed handed back for
+//! pushing. No I/O, no clock: the caller passes the cycle number and the interval's
+//! length, so the same calls always give the same rates.
+//!
+//! ## Units
+//!
+//! Every rate is per second, in the pool's unit (ops/s or bytes/s): capacities,
+//! observations, settings, allocations and the rates pushed to nodes.
+//!
+//! ## One pool's round
+//!
+//! For a pool of capacity `C` and floor fraction `min_share`, at each [`Cluster::compute`]:
+//!
+//! - The round's jobs are the `n` jobs placed on at least one connected node; every one
+//!   of them takes part in every pool, active there or not.
+//! - `H` (*held*) is the sum of the rates last pushed to disconnected nodes that are not
+//!   stale yet: those nodes keep enforcing them (fail-static), so they stay counted.
+//! - The floor `F = min_share·C` is split equally: each job gets `f = F / n`, so a job
+//!   that has not started yet can start.
+//! - The algorithm divides what is left:
+//!
+//!   `allocationᵢ = f + algorithm(Round::new(max(C − H − F, 0), interval_s, obs))ᵢ`
+//!
+//!   (when nothing is left, the algorithm is not run and `allocationᵢ = f`). With
+//!   psfa, psharing, priority and the default uniform the allocations and `H` sum to
+//!   exactly `C`; with the others to at most `C`. They exceed it only while
+//!   disconnected nodes hold more than `C − F`, by at most `F`: the floor is kept so
+//!   that no job is starved.
+//!
+//! Job `i`'s observation, summed over its *connected* nodes: `usage = Σ admitted`,
+//! `arrivals = Σ max(demand, arrivals)` (what the job asked for is a lower bound of what
+//! it would have asked for unthrottled, so a low estimate cannot hide real arrivals),
+//! `limit` = its setting, else that same demand (with no reservation, the job's
+//! estimated unthrottled demand stands in for PSFA's and PSharing's `demandᵢ`),
+//! `weight` = its setting, else its node count, `nodes` = the node count the launchers
+//! reported (the largest), else the number of nodes it is placed on; no `period_s`.
+//! A setting for one pool beats the job's setting for every pool, field by field.
+//!
+//! `static`, and `uniform` with a fixed rate, may hand out more than they are given:
+//! that is what the administrator asked for, and it is passed on unchanged.
+//!
+//! ## Splitting a job among its nodes
+//!
+//! Job `i`'s allocation `A` goes to its connected nodes: node `k` of `K` gets
+//! `A·(node_floor/K + (1 − node_floor)·dₖ/Σd)` with `dₖ = max(demand, arrivals)` on that
+//! node (equal shares when `Σd = 0`). The per-node floor lets an idle node start; the
+//! parts sum to `A`.
+//!
+//! ## Disconnection, staleness, reconnection
+//!
+//! A disconnected node's placements and last pushed rates are kept and counted in `H`,
+//! not re-divided, until a compute at `cycle ≥ disconnected + stale_after`; that compute
+//! drops the node. A job placed on no node any more leaves the registry: it is absent
+//! from later rounds and from the views. A node that connects (or sends a `full`
+//! report) forgets what was pushed to it, so the next compute sends it every rate.
+//!
+//! ## Pushing only changes
+//!
+//! [`Cluster::compute`] returns, per connected node, only the (job, pool) rates that are
+//! new there or differ from the rate last pushed by more than `tolerance` relative to
+//! it; a rate within tolerance is not pushed and the node keeps the older one.
+//!
+//! ## Pools and algorithm state
+//!
+//! [`Cluster::set_pools`] keeps a pool's algorithm, and its memory, while its algorithm
+//! name and parameters stay the same; a new capacity or `min_share` keeps it too (the
+//! capacity comes with every round). Changing the algorithm or a parameter rebuilds it.
+//! A job that left is simply absent from later rounds: `adaptbf` keeps its token
+//! record and `set10` its track for as long as the pool's algorithm lives.
+
+mod compute;
+mod registry;
+#[cfg(test)]
+mod tests;
+mod view;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sluice_policy::{Allocator, Params, PolicyError, Problem};
+use thiserror::Error;
+
+pub use view::{JobView, NodeView, PoolView, ShareView};
+
+/// A pool to divide among the jobs that use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolPlan {
+    /// The pool's name, as rules, reports and settings refer to it.
+    pub name: String,
+    /// What the pool takes, units per second (finite, > 0).
+    pub capacity: f64,
+    /// The control algorithm, by its name in [`sluice_policy::registry`]; it must divide
+    /// one resource.
+    pub algorithm: String,
+    /// The algorithm's parameters.
+    pub params: Params,
+    /// Fraction of the capacity (in [0, 1]) split equally among the pool's jobs before
+    /// the algorithm runs.
+    pub min_share: f64,
+}
+
+/// What one job saw on one node for one pool over the last interval, per second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelObs {
+    /// Calls that reached the gate.
+    pub arrivals: f64,
+    /// Units admitted.
+    pub admitted: f64,
+    /// Thread-seconds spent waiting.
+    pub wait: f64,
+    /// Threads waiting at the end of the interval.
+    pub waiting: u32,
+    /// Units the job would have issued without the limit, as the node estimates it.
+    pub demand: f64,
+}
+
+/// One job's report from one node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeJob {
+    /// The resource manager's job id.
+    pub job: String,
+    /// The job's user.
+    pub user: String,
+    /// Nodes the job holds, as its launchers said; 0 when unknown.
+    pub nodes: u32,
+    /// Launchers attached on this node.
+    pub launchers: u32,
+    /// Observations by pool name; a pool not listed keeps its previous observation.
+    pub pools: BTreeMap<String, ChannelObs>,
+}
+
+/// The administrator's setting for a job, in one pool or in every pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSetting {
+    /// Reservation or limit (PSFA's and PSharing's `demandᵢ`), units per second.
+    pub limit: Option<f64>,
+    /// Priority weight (> 0).
+    pub weight: Option<f64>,
+}
+
+/// The controller's knobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Cycles a disconnected node's rates stay counted before the node is dropped.
+    pub stale_after: u64,
+    /// Relative change below which a rate is not pushed again (finite, ≥ 0).
+    pub tolerance: f64,
+    /// Fraction of a job's allocation (in [0, 1]) split equally among its nodes.
+    pub node_floor: f64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            stale_after: 10,
+            tolerance: 1e-3,
+            node_floor: 0.05,
+        }
+    }
+}
+
+/// The rates to push to one node: only those that changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeRates {
+    /// The node.
+    pub node: String,
+    /// By job: the node's new share of the job's allocation, by pool.
+    pub jobs: Vec<(String, BTreeMap<String, f64>)>,
+}
+
+/// Why a pool, a setting or a compute was refused; the message names the field.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ClusterError {
+    /// Two pools of one [`Cluster::set_pools`] call have the same name.
+    #[error("pools.{0}: given twice")]
+    DuplicatePool(String),
+    /// A pool's capacity or `min_share` is not usable.
+    #[error("pools.{pool}.{field}: {problem}")]
+    Pool {
+        /// The pool.
+        pool: String,
+        /// `capacity` or `min_share`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: Problem,
+    },
+    /// The pool's algorithm divides two resources together.
+    #[error("pools.{pool}.algorithm: {algorithm} divides two resources, a pool one")]
+    TwoResources {
+        /// The pool.
+        pool: String,
+        /// The algorithm asked for.
+        algorithm: String,
+    },
+    /// The algorithm refused its name, its parameters or a round.
+    #[error("pools.{pool}.{source}")]
+    Policy {
+        /// The pool.
+        pool: String,
+        /// The algorithm's error, which names its field.
+        source: PolicyError,
+    },
+    /// A job setting's value is not usable.
+    #[error("jobs.{job}.{field}: {problem}")]
+    Setting {
+        /// The job.
+        job: String,
+        /// `limit` or `weight`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: Problem,
+    },
+    /// A [`Tuning`] field is not usable.
+    #[error("{field}: {problem}")]
+    Tuning {
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: Problem,
+    },
+    /// The interval passed to [`Cluster::compute`] is not finite and > 0.
+    #[error("interval_s: {}", Problem::NotPositive)]
+    Interval,
+}
+
+/// The global controller's state: pools, nodes, placements, settings, what was pushed.
+#[derive(Default)]
+pub struct Cluster {
+    tuning: Tuning,
+    pools: BTreeMap<String, Pool>,
+    nodes: BTreeMap<String, Node>,
+    /// By job: its setting for every pool, and by pool.
+    settings: BTreeMap<String, Settings>,
+    last_cycle: Option<u64>,
+}
+
+/// One pool: its plan, its algorithm (with its memory), and the last compute's figures.
+struct Pool {
+    plan: PoolPlan,
+    allocator: Box<dyn Allocator>,
+    /// By job, as of the last compute.
+    shares: BTreeMap<String, ShareView>,
+    /// Jobs in the last round.
+    active: usize,
+    /// `H` of the last compute.
+    held: f64,
+}
+
+/// One node as the controller knows it.
+#[derive(Default)]
+struct Node {
+    /// The cycle it disconnected at; `None` while connected.
+    down_since: Option<u64>,
+    /// The cycle of its last report.
+    last_report: Option<u64>,
+    /// By job: what its last reports said.
+    jobs: BTreeMap<String, Placement>,
+    /// By job, by pool: the rates last pushed, which the node enforces.
+    pushed: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+/// One job on one node.
+#[derive(Default)]
+struct Placement {
+    user: String,
+    nodes: u32,
+    launchers: u32,
+    pools: BTreeMap<String, ChannelObs>,
+}
+
+/// A job's settings: for every pool, and per pool.
+#[derive(Default)]
+struct Settings {
+    all: JobSetting,
+    pools: BTreeMap<String, JobSetting>,
+}

@@ -1,0 +1,252 @@
+//! What the controller is told: pools, settings, node reports and connections.
+
+use std::collections::BTreeMap;
+
+use sluice_policy::registry::{self, Policy};
+use sluice_policy::{Allocator, Problem};
+
+use super::{
+    ChannelObs, Cluster, ClusterError, JobSetting, NodeJob, Pool, PoolPlan, Settings, Tuning,
+};
+
+impl Cluster {
+    /// A controller with no pools and no nodes; checks `tolerance` (finite, ≥ 0) and
+    /// `node_floor` (in [0, 1]).
+    pub fn new(tuning: Tuning) -> Result<Self, ClusterError> {
+        if !(tuning.tolerance.is_finite() && tuning.tolerance >= 0.0) {
+            return Err(ClusterError::Tuning {
+                field: "tolerance",
+                problem: Problem::NotNonNegative,
+            });
+        }
+        if !(0.0..=1.0).contains(&tuning.node_floor) {
+            return Err(ClusterError::Tuning {
+                field: "node_floor",
+                problem: Problem::NotFraction,
+            });
+        }
+        Ok(Cluster {
+            tuning,
+            ..Cluster::default()
+        })
+    }
+
+    /// Replaces the set of pools. All of them are checked before anything changes. A
+    /// pool whose algorithm and parameters are unchanged keeps its algorithm's memory;
+    /// a removed pool's rates are forgotten.
+    pub fn set_pools(&mut self, plans: Vec<PoolPlan>) -> Result<(), ClusterError> {
+        let mut next = BTreeMap::new();
+        let mut kept = BTreeMap::new();
+        for plan in plans {
+            check(&plan)?;
+            let name = plan.name.clone();
+            if next.contains_key(&name) || kept.contains_key(&name) {
+                return Err(ClusterError::DuplicatePool(name));
+            }
+            match self.pools.get(&name) {
+                Some(pool)
+                    if pool.plan.algorithm == plan.algorithm && pool.plan.params == plan.params =>
+                {
+                    kept.insert(name, plan);
+                }
+                _ => {
+                    let allocator = build(&plan)?;
+                    next.insert(name, Pool::new(plan, allocator));
+                }
+            }
+        }
+        let mut old = std::mem::take(&mut self.pools);
+        for (name, plan) in kept {
+            if let Some(mut pool) = old.remove(&name) {
+                pool.plan = plan;
+                next.insert(name, pool);
+            }
+        }
+        for node in self.nodes.values_mut() {
+            for rates in node.pushed.values_mut() {
+                rates.retain(|pool, _| next.contains_key(pool));
+            }
+        }
+        self.pools = next;
+        Ok(())
+    }
+
+    /// Sets `job`'s setting for `pool`, or for every pool with `None`; an empty setting
+    /// removes it. Kept whether or not the job runs, so that it can be set beforehand
+    /// and survives a job's nodes going stale.
+    pub fn set_job(
+        &mut self,
+        job: &str,
+        pool: Option<&str>,
+        setting: JobSetting,
+    ) -> Result<(), ClusterError> {
+        let bad = |field, problem| ClusterError::Setting {
+            job: job.to_owned(),
+            field,
+            problem,
+        };
+        if setting.limit.is_some_and(|l| !(l.is_finite() && l >= 0.0)) {
+            return Err(bad("limit", Problem::NotNonNegative));
+        }
+        if setting.weight.is_some_and(|w| !(w.is_finite() && w > 0.0)) {
+            return Err(bad("weight", Problem::NotPositive));
+        }
+        let settings = self.settings.entry(job.to_owned()).or_default();
+        match pool {
+            None => settings.all = setting,
+            Some(pool) if setting == JobSetting::default() => {
+                settings.pools.remove(pool);
+            }
+            Some(pool) => {
+                settings.pools.insert(pool.to_owned(), setting);
+            }
+        }
+        if settings.all == JobSetting::default() && settings.pools.is_empty() {
+            self.settings.remove(job);
+        }
+        Ok(())
+    }
+
+    /// `job`'s setting for `pool` (or for every pool with `None`) as last set.
+    pub fn setting(&self, job: &str, pool: Option<&str>) -> JobSetting {
+        let Some(settings) = self.settings.get(job) else {
+            return JobSetting::default();
+        };
+        match pool {
+            None => settings.all,
+            Some(pool) => settings.pools.get(pool).copied().unwrap_or_default(),
+        }
+    }
+
+    /// A node's report for `cycle`; it also marks the node connected. With `full`, the
+    /// listed jobs are all the node has; otherwise each listed job's user, node count,
+    /// launchers and listed pools are updated and everything else stays. `ended` jobs
+    /// left the node. Negative or non-finite figures count as 0.
+    pub fn report(
+        &mut self,
+        node: &str,
+        cycle: u64,
+        full: bool,
+        jobs: Vec<NodeJob>,
+        ended: Vec<String>,
+    ) {
+        let entry = self.nodes.entry(node.to_owned()).or_default();
+        entry.down_since = None;
+        entry.last_report = Some(cycle);
+        if full {
+            entry.jobs.clear();
+            entry.pushed.clear();
+        }
+        for report in jobs {
+            let placement = entry.jobs.entry(report.job).or_default();
+            placement.user = report.user;
+            placement.nodes = report.nodes;
+            placement.launchers = report.launchers;
+            for (pool, obs) in report.pools {
+                placement.pools.insert(pool, sanitize(obs));
+            }
+        }
+        for job in ended {
+            entry.jobs.remove(&job);
+            entry.pushed.remove(&job);
+        }
+    }
+
+    /// `node`'s local controller connected: what was pushed to it is forgotten, so the
+    /// next compute sends it every rate.
+    pub fn node_connected(&mut self, node: &str) {
+        let entry = self.nodes.entry(node.to_owned()).or_default();
+        entry.down_since = None;
+        entry.pushed.clear();
+    }
+
+    /// `node`'s local controller went away at `cycle`: its rates stay counted, and its
+    /// jobs stay placed there, until `stale_after` cycles have passed.
+    pub fn node_disconnected(&mut self, node: &str, cycle: u64) {
+        if let Some(entry) = self.nodes.get_mut(node) {
+            entry.down_since.get_or_insert(cycle);
+        }
+    }
+
+    /// Drops the nodes disconnected for `stale_after` cycles or more at `cycle`.
+    pub(super) fn drop_stale(&mut self, cycle: u64) {
+        let stale_after = self.tuning.stale_after;
+        self.nodes.retain(|_, node| {
+            node.down_since
+                .is_none_or(|since| cycle.saturating_sub(since) < stale_after)
+        });
+    }
+}
+
+impl Pool {
+    fn new(plan: PoolPlan, allocator: Box<dyn Allocator>) -> Self {
+        Pool {
+            plan,
+            allocator,
+            shares: BTreeMap::new(),
+            active: 0,
+            held: 0.0,
+        }
+    }
+}
+
+fn check(plan: &PoolPlan) -> Result<(), ClusterError> {
+    let bad = |field, problem| ClusterError::Pool {
+        pool: plan.name.clone(),
+        field,
+        problem,
+    };
+    if !(plan.capacity.is_finite() && plan.capacity > 0.0) {
+        return Err(bad("capacity", Problem::NotPositive));
+    }
+    if !(0.0..=1.0).contains(&plan.min_share) {
+        return Err(bad("min_share", Problem::NotFraction));
+    }
+    Ok(())
+}
+
+fn build(plan: &PoolPlan) -> Result<Box<dyn Allocator>, ClusterError> {
+    let policy = registry::find(&plan.algorithm)
+        .and_then(|spec| spec.build(&plan.params))
+        .map_err(|source| ClusterError::Policy {
+            pool: plan.name.clone(),
+            source,
+        })?;
+    match policy {
+        Policy::Scalar(allocator) => Ok(allocator),
+        Policy::OpsBytes(_) => Err(ClusterError::TwoResources {
+            pool: plan.name.clone(),
+            algorithm: plan.algorithm.clone(),
+        }),
+    }
+}
+
+/// Reports come off the network: a figure that is not a finite rate counts as nothing
+/// rather than poisoning every job's round.
+fn sanitize(obs: ChannelObs) -> ChannelObs {
+    let rate = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+    ChannelObs {
+        arrivals: rate(obs.arrivals),
+        admitted: rate(obs.admitted),
+        wait: rate(obs.wait),
+        waiting: obs.waiting,
+        demand: rate(obs.demand),
+    }
+}
+
+/// What the algorithm is given for `job` in `pool`: the pool's setting, field by field,
+/// else the job's.
+pub(super) fn effective(
+    settings: &BTreeMap<String, Settings>,
+    job: &str,
+    pool: &str,
+) -> JobSetting {
+    let Some(settings) = settings.get(job) else {
+        return JobSetting::default();
+    };
+    let one = settings.pools.get(pool).copied().unwrap_or_default();
+    JobSetting {
+        limit: one.limit.or(settings.all.limit),
+        weight: one.weight.or(settings.all.weight),
+    }
+}

@@ -1,0 +1,251 @@
+//! The controller's behaviour, and the relation to `sluice_policy` that `sluice alloc`
+//! checks against.
+
+mod lifecycle;
+
+use std::collections::BTreeMap;
+
+use sluice_policy::algo::Psfa;
+use sluice_policy::{Allocator, Observation, Params, Round};
+
+use super::*;
+
+const CAPACITY: f64 = 10_000.0;
+
+fn plan(name: &str, algorithm: &str, min_share: f64) -> PoolPlan {
+    PoolPlan {
+        name: name.to_owned(),
+        capacity: CAPACITY,
+        algorithm: algorithm.to_owned(),
+        params: Params::new(),
+        min_share,
+    }
+}
+
+fn cluster(pools: Vec<PoolPlan>) -> Cluster {
+    let mut cluster = Cluster::default();
+    cluster.set_pools(pools).expect("valid pools");
+    cluster
+}
+
+/// A job that asks for `demand` in pool `md` and was admitted `admitted`.
+fn job(id: &str, demand: f64, admitted: f64) -> NodeJob {
+    let obs = ChannelObs {
+        arrivals: demand,
+        admitted,
+        demand,
+        ..ChannelObs::default()
+    };
+    NodeJob {
+        job: id.to_owned(),
+        user: "u".to_owned(),
+        pools: BTreeMap::from([("md".to_owned(), obs)]),
+        ..NodeJob::default()
+    }
+}
+
+fn allocation(cluster: &Cluster, id: &str) -> f64 {
+    let view = cluster.jobs().into_iter().find(|j| j.job == id);
+    view.map_or(0.0, |j| j.pools["md"].allocation)
+}
+
+/// By (node, job): the rate pushed for pool `md`.
+fn pushed(rates: &[NodeRates]) -> BTreeMap<(String, String), f64> {
+    let mut out = BTreeMap::new();
+    for node in rates {
+        for (job, pools) in &node.jobs {
+            out.insert((node.node.clone(), job.clone()), pools["md"]);
+        }
+    }
+    out
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Psfa applied directly: `f + psfa(C − F)`, as the module's docs say.
+fn direct(jobs: &[Observation], min_share: f64) -> Vec<f64> {
+    let floor = min_share * CAPACITY;
+    let round = Round::new(CAPACITY - floor, 1.0, jobs).expect("valid round");
+    let each = floor / jobs.len() as f64;
+    Psfa::default()
+        .allocate(&round)
+        .into_iter()
+        .map(|r| r + each)
+        .collect()
+}
+
+fn observation(id: &str, limit: f64, usage: f64, arrivals: f64, weight: f64) -> Observation {
+    Observation {
+        weight: Some(weight),
+        nodes: Some(1),
+        ..Observation::new(id, limit, usage, arrivals)
+    }
+}
+
+#[test]
+fn two_jobs_share_the_capacity_as_psfa_does() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.1)]);
+    c.report("n1", 1, true, vec![job("j1", 2_000.0, 1_500.0)], vec![]);
+    c.report("n2", 1, true, vec![job("j2", 30_000.0, 8_000.0)], vec![]);
+    let out = c.compute(1, 1.0).expect("computes");
+    let (a1, a2) = (allocation(&c, "j1"), allocation(&c, "j2"));
+    assert!(a1 + a2 <= CAPACITY * (1.0 + 1e-12));
+    assert!(close(a1 + a2, CAPACITY));
+    let want = direct(
+        &[
+            observation("j1", 2_000.0, 1_500.0, 2_000.0, 1.0),
+            observation("j2", 30_000.0, 8_000.0, 30_000.0, 1.0),
+        ],
+        0.1,
+    );
+    assert!(
+        close(a1, want[0]) && close(a2, want[1]),
+        "{a1} {a2} {want:?}"
+    );
+    // Each job is on one node, which gets all of it.
+    let rates = pushed(&out);
+    assert!(close(rates[&("n1".into(), "j1".into())], a1));
+    assert!(close(rates[&("n2".into(), "j2".into())], a2));
+    let pool = &c.pools()[0];
+    assert_eq!((pool.jobs, pool.used), (2, 9_500.0));
+    assert!(close(pool.allocated, CAPACITY));
+}
+
+#[test]
+fn a_job_is_split_among_its_nodes_by_demand() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.0)]);
+    c.report("a", 1, true, vec![job("j", 3_000.0, 3_000.0)], vec![]);
+    c.report("b", 1, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
+    let rates = pushed(&c.compute(1, 1.0).expect("computes"));
+    let total = allocation(&c, "j");
+    assert!(close(total, CAPACITY), "the only job gets everything");
+    let (a, b) = (
+        rates[&("a".into(), "j".into())],
+        rates[&("b".into(), "j".into())],
+    );
+    assert!(close(a, total * (0.025 + 0.95 * 0.75)));
+    assert!(close(b, total * (0.025 + 0.95 * 0.25)));
+    assert!(close(a + b, total));
+    let view = &c.jobs()[0];
+    assert_eq!(view.nodes, ["a", "b"]);
+    // No reported node count: the two nodes it is seen on are its weight.
+    assert_eq!(view.pools["md"].weight, 2.0);
+}
+
+#[test]
+fn only_changes_are_pushed() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.1)]);
+    c.report("n1", 1, true, vec![job("j1", 2_000.0, 2_000.0)], vec![]);
+    c.report("n2", 1, true, vec![job("j2", 2_000.0, 2_000.0)], vec![]);
+    assert_eq!(c.compute(1, 1.0).expect("computes").len(), 2);
+    assert!(c.compute(2, 1.0).expect("computes").is_empty());
+    // A change below the tolerance is not pushed; one above it is, to both nodes
+    // (j1's gain is j2's loss), and only for the pool that changed.
+    c.report("n1", 3, false, vec![job("j1", 2_000.0, 2_000.5)], vec![]);
+    assert!(c.compute(3, 1.0).expect("computes").is_empty());
+    c.report("n1", 4, false, vec![job("j1", 2_000.0, 3_000.0)], vec![]);
+    let out = c.compute(4, 1.0).expect("computes");
+    assert_eq!(
+        out.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(),
+        ["n1", "n2"]
+    );
+    // A node that connects again is sent everything.
+    c.node_connected("n2");
+    let out = c.compute(5, 1.0).expect("computes");
+    assert_eq!(pushed(&out).len(), 1);
+    assert_eq!(out[0].node, "n2");
+}
+
+#[test]
+fn settings_reach_the_algorithm_per_pool_first() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.2), plan("bw", "psfa", 0.2)]);
+    let set = |limit, weight| JobSetting { limit, weight };
+    c.set_job("j1", None, set(Some(1_000.0), Some(3.0)))
+        .expect("valid");
+    c.set_job("j1", Some("md"), set(Some(4_000.0), None))
+        .expect("valid");
+    c.set_job("j2", Some("md"), set(Some(6_000.0), None))
+        .expect("valid");
+    c.report("n1", 1, true, vec![job("j1", 9_000.0, 5_000.0)], vec![]);
+    c.report("n2", 1, true, vec![job("j2", 9_000.0, 5_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    let jobs = c.jobs();
+    let (md, bw) = (&jobs[0].pools["md"], &jobs[0].pools["bw"]);
+    assert_eq!((md.limit, md.weight), (4_000.0, 3.0));
+    assert_eq!((bw.limit, bw.weight), (1_000.0, 3.0));
+    // No observation in `bw`: j2 is idle there, with the demand (0) as its limit.
+    assert_eq!(jobs[1].pools["bw"].limit, 0.0);
+    let want = direct(
+        &[
+            observation("j1", 4_000.0, 5_000.0, 9_000.0, 3.0),
+            observation("j2", 6_000.0, 5_000.0, 9_000.0, 1.0),
+        ],
+        0.2,
+    );
+    assert!(close(md.allocation, want[0]) && close(jobs[1].pools["md"].allocation, want[1]));
+    // Clearing the pool's setting falls back to the job's.
+    c.set_job("j1", Some("md"), JobSetting::default())
+        .expect("valid");
+    assert_eq!(c.setting("j1", Some("md")), JobSetting::default());
+    c.compute(2, 1.0).expect("computes");
+    assert_eq!(c.jobs()[0].pools["md"].limit, 1_000.0);
+    let bad = c
+        .set_job("j1", None, set(None, Some(0.0)))
+        .expect_err("weight 0");
+    assert_eq!(
+        bad.to_string(),
+        "jobs.j1.weight: must be a finite number > 0"
+    );
+}
+
+#[test]
+fn pools_are_checked_and_keep_their_state_when_unchanged() {
+    let mut c = Cluster::default();
+    let drf = c
+        .set_pools(vec![plan("md", "drf", 0.0)])
+        .expect_err("two resources");
+    assert_eq!(
+        drf.to_string(),
+        "pools.md.algorithm: drf divides two resources, a pool one"
+    );
+    let twice = c.set_pools(vec![plan("md", "psfa", 0.0), plan("md", "psfa", 0.0)]);
+    assert_eq!(twice, Err(ClusterError::DuplicatePool("md".into())));
+    let mut epsilon = plan("md", "psfa", 0.0);
+    epsilon
+        .params
+        .set("epsilon", sluice_policy::ParamValue::Number(2.0));
+    let bad = c.set_pools(vec![epsilon]).expect_err("bad epsilon");
+    assert_eq!(
+        bad.to_string(),
+        "pools.md.params.epsilon: must be a number between 0 and 1"
+    );
+    assert!(c.pools().is_empty(), "nothing changes on error");
+
+    // AdapTBF remembers that j1 lent to j2 and is paid back: unless it is rebuilt.
+    let run = |reset: Option<&str>| {
+        let mut c = cluster(vec![plan("md", "adaptbf", 0.0)]);
+        c.report(
+            "n",
+            1,
+            true,
+            vec![job("j1", 1_000.0, 1_000.0), job("j2", 20_000.0, 5_000.0)],
+            vec![],
+        );
+        c.compute(1, 1.0).expect("computes");
+        if let Some(algorithm) = reset {
+            c.set_pools(vec![plan("md", algorithm, 0.0)])
+                .expect("valid");
+            c.set_pools(vec![plan("md", "adaptbf", 0.0)])
+                .expect("valid");
+        }
+        c.report("n", 2, false, vec![job("j1", 20_000.0, 1_000.0)], vec![]);
+        c.compute(2, 1.0).expect("computes");
+        (allocation(&c, "j1"), allocation(&c, "j2"))
+    };
+    let (kept, again, rebuilt) = (run(None), run(Some("adaptbf")), run(Some("psfa")));
+    assert!(kept.0 > kept.1, "{kept:?}");
+    assert_eq!(kept, again);
+    assert_eq!(rebuilt, (5_000.0, 5_000.0));
+}

@@ -1,0 +1,136 @@
+//! Jobs ending, nodes leaving and coming back, full reports.
+
+use super::*;
+
+fn two_nodes(stale_after: u64) -> Cluster {
+    let tuning = Tuning {
+        stale_after,
+        ..Tuning::default()
+    };
+    let mut c = Cluster::new(tuning).expect("valid tuning");
+    c.set_pools(vec![plan("md", "psfa", 0.1)]).expect("valid");
+    c.report("n1", 1, true, vec![job("j1", 8_000.0, 8_000.0)], vec![]);
+    c.report("n2", 1, true, vec![job("j2", 8_000.0, 2_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    c
+}
+
+#[test]
+fn an_ended_job_releases_its_share() {
+    let mut c = two_nodes(10);
+    assert!(allocation(&c, "j2") > 0.0);
+    c.report("n2", 2, false, vec![], vec!["j2".into()]);
+    assert_eq!(c.jobs().len(), 1, "gone from the views at once");
+    let out = c.compute(2, 1.0).expect("computes");
+    assert!(close(allocation(&c, "j1"), CAPACITY));
+    assert_eq!(
+        pushed(&out).keys().collect::<Vec<_>>(),
+        [&("n1".into(), "j1".into())]
+    );
+    assert_eq!(c.pools()[0].jobs, 1);
+}
+
+#[test]
+fn a_disconnected_node_holds_its_rates_until_stale() {
+    let mut c = two_nodes(3);
+    let held = allocation(&c, "j2");
+    c.node_disconnected("n2", 2);
+    assert_eq!(c.locals(), 1);
+    for cycle in 2..5 {
+        // Not re-divided: j2 keeps what n2 enforces, j1 gets the rest.
+        c.compute(cycle, 1.0).expect("computes");
+        assert_eq!(allocation(&c, "j2"), held);
+        assert!(close(allocation(&c, "j1"), CAPACITY - held));
+        assert_eq!(c.pools()[0].held, held);
+    }
+    c.compute(5, 1.0).expect("computes");
+    assert_eq!(
+        c.jobs().iter().map(|j| j.job.as_str()).collect::<Vec<_>>(),
+        ["j1"]
+    );
+    assert!(close(allocation(&c, "j1"), CAPACITY));
+    assert_eq!(c.nodes().len(), 1);
+}
+
+#[test]
+fn a_job_on_a_lost_node_keeps_running_on_the_others() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.0)]);
+    c.report("a", 1, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
+    c.report("b", 1, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
+    let first = pushed(&c.compute(1, 1.0).expect("computes"));
+    let (a, b) = (
+        first[&("a".into(), "j".into())],
+        first[&("b".into(), "j".into())],
+    );
+    c.node_disconnected("b", 2);
+    // j's part on a is what is left besides b's: unchanged, so nothing to push.
+    assert!(c.compute(2, 1.0).expect("computes").is_empty());
+    assert!(close(allocation(&c, "j"), CAPACITY));
+    assert_eq!(c.jobs()[0].nodes, ["a", "b"]);
+    // A new job on a shares what b does not hold with j's part there.
+    c.report("a", 3, false, vec![job("k", 1_000.0, 1_000.0)], vec![]);
+    let out = pushed(&c.compute(3, 1.0).expect("computes"));
+    let on_a = out[&("a".into(), "j".into())] + out[&("a".into(), "k".into())];
+    assert!(out[&("a".into(), "j".into())] < a);
+    assert!(close(on_a, CAPACITY - b));
+    assert!(!out.keys().any(|(node, _)| node == "b"));
+}
+
+#[test]
+fn a_full_report_replaces_the_node() {
+    let mut c = two_nodes(10);
+    c.report("n1", 2, true, vec![job("j3", 100.0, 100.0)], vec![]);
+    let out = c.compute(2, 1.0).expect("computes");
+    let ids: Vec<String> = c.jobs().into_iter().map(|j| j.job).collect();
+    assert_eq!(ids, ["j2", "j3"]);
+    assert!(pushed(&out).contains_key(&("n1".into(), "j3".into())));
+    assert!(!pushed(&out).contains_key(&("n1".into(), "j1".into())));
+}
+
+#[test]
+fn a_partial_report_updates_only_what_it_lists() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.0), plan("bw", "psfa", 0.0)]);
+    c.report("n", 1, true, vec![job("j", 1_000.0, 700.0)], vec![]);
+    let mut bw = job("j", 0.0, 0.0);
+    bw.pools = BTreeMap::from([(
+        "bw".into(),
+        ChannelObs {
+            admitted: f64::NAN,
+            demand: 50.0,
+            ..ChannelObs::default()
+        },
+    )]);
+    bw.launchers = 2;
+    c.report("n", 2, false, vec![bw], vec![]);
+    c.compute(2, 1.0).expect("computes");
+    let view = &c.jobs()[0];
+    assert_eq!(
+        (view.pools["md"].rate, view.pools["md"].demand),
+        (700.0, 1_000.0)
+    );
+    assert_eq!(
+        (view.pools["bw"].rate, view.pools["bw"].demand),
+        (0.0, 50.0)
+    );
+    assert_eq!(view.launchers, 2);
+    assert_eq!(c.compute(3, 0.0), Err(ClusterError::Interval));
+    assert_eq!(c.last_cycle(), Some(2));
+}
+
+#[test]
+fn a_job_that_has_not_started_gets_its_floor() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.1)]);
+    c.report("b", 1, true, vec![job("busy", 50_000.0, 10_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    assert!(close(allocation(&c, "busy"), CAPACITY));
+    // b goes away holding the whole pool; a new, idle job still gets the floor.
+    c.node_disconnected("b", 2);
+    c.report("a", 2, true, vec![job("new", 0.0, 0.0)], vec![]);
+    let out = pushed(&c.compute(2, 1.0).expect("computes"));
+    assert_eq!(out[&("a".into(), "new".into())], 0.1 * CAPACITY);
+    // Once b is back, the floor is split between the two, the idle one getting no more.
+    c.node_connected("b");
+    c.compute(3, 1.0).expect("computes");
+    assert!(close(allocation(&c, "new"), 0.05 * CAPACITY));
+    assert!(close(allocation(&c, "busy"), 0.95 * CAPACITY));
+}

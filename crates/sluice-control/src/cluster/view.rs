@@ -1,0 +1,144 @@
+//! What the admin API shows: jobs, pools and nodes as of the last compute.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Cluster;
+
+/// One job in one pool, as of the last compute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ShareView {
+    /// Its allocation: what its connected nodes were given plus what its disconnected
+    /// nodes hold.
+    pub allocation: f64,
+    /// Units admitted per second, over all its nodes (`usage`).
+    pub rate: f64,
+    /// Its estimated unthrottled demand, over all its nodes.
+    pub demand: f64,
+    /// The limit the algorithm was given: the setting, else the demand over its
+    /// connected nodes.
+    pub limit: f64,
+    /// The weight the algorithm was given: the setting, else its node count.
+    pub weight: f64,
+}
+
+/// One job of the registry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobView {
+    /// The job's id.
+    pub job: String,
+    /// Its user, as the first of its nodes (by name) that knows it says.
+    pub user: String,
+    /// The nodes it is placed on, connected or not, by name.
+    pub nodes: Vec<String>,
+    /// Launchers attached, over all its nodes.
+    pub launchers: u32,
+    /// By pool: its share, for the pools of the last compute it took part in.
+    pub pools: BTreeMap<String, ShareView>,
+}
+
+/// One pool, as of the last compute.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolView {
+    /// The pool's name.
+    pub name: String,
+    /// Its capacity, units per second.
+    pub capacity: f64,
+    /// Its algorithm's name.
+    pub algorithm: String,
+    /// Σ of the jobs' allocations, held rates included.
+    pub allocated: f64,
+    /// Σ of the jobs' admitted rates.
+    pub used: f64,
+    /// What disconnected nodes hold (`H`).
+    pub held: f64,
+    /// Jobs in the round.
+    pub jobs: usize,
+}
+
+/// One node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeView {
+    /// The node's name.
+    pub node: String,
+    /// Whether its local controller is connected.
+    pub connected: bool,
+    /// The cycle of its last report.
+    pub last_report: Option<u64>,
+    /// Jobs placed on it.
+    pub jobs: usize,
+}
+
+impl Cluster {
+    /// Every job placed on some node, by id.
+    pub fn jobs(&self) -> Vec<JobView> {
+        let mut jobs: BTreeMap<&str, JobView> = BTreeMap::new();
+        for (node, entry) in &self.nodes {
+            for (job, placement) in &entry.jobs {
+                let view = jobs.entry(job).or_insert_with(|| JobView {
+                    job: job.clone(),
+                    user: String::new(),
+                    nodes: Vec::new(),
+                    launchers: 0,
+                    pools: self.shares_of(job),
+                });
+                if view.user.is_empty() {
+                    view.user.clone_from(&placement.user);
+                }
+                view.nodes.push(node.clone());
+                view.launchers = view.launchers.saturating_add(placement.launchers);
+            }
+        }
+        jobs.into_values().collect()
+    }
+
+    /// Every pool, by name.
+    pub fn pools(&self) -> Vec<PoolView> {
+        self.pools
+            .iter()
+            .map(|(name, pool)| PoolView {
+                name: name.clone(),
+                capacity: pool.plan.capacity,
+                algorithm: pool.plan.algorithm.clone(),
+                allocated: pool.shares.values().map(|s| s.allocation).sum(),
+                used: pool.shares.values().map(|s| s.rate).sum(),
+                held: pool.held,
+                jobs: pool.active,
+            })
+            .collect()
+    }
+
+    /// Every node, by name.
+    pub fn nodes(&self) -> Vec<NodeView> {
+        self.nodes
+            .iter()
+            .map(|(name, node)| NodeView {
+                node: name.clone(),
+                connected: node.down_since.is_none(),
+                last_report: node.last_report,
+                jobs: node.jobs.len(),
+            })
+            .collect()
+    }
+
+    /// Local controllers connected now.
+    pub fn locals(&self) -> usize {
+        self.nodes
+            .values()
+            .filter(|n| n.down_since.is_none())
+            .count()
+    }
+
+    /// The cycle of the last compute.
+    pub fn last_cycle(&self) -> Option<u64> {
+        self.last_cycle
+    }
+
+    fn shares_of(&self, job: &str) -> BTreeMap<String, ShareView> {
+        self.pools
+            .iter()
+            .filter_map(|(name, pool)| pool.shares.get(job).map(|s| (name.clone(), *s)))
+            .collect()
+    }
+}

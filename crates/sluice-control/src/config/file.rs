@@ -1,0 +1,297 @@
+//! The file: its TOML schema as written, reading it into a checked [`ControlConfig`] with
+//! every error placed on its line, and writing a configuration back.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use sluice_core::rule::parse_rule;
+use sluice_policy::ParamValue;
+use toml::Spanned;
+
+use super::duration::{format_duration, parse_duration};
+use super::job::{JobSpec, parse_limit};
+use super::pool::{FieldError, PoolSpec};
+use super::{AdminConfig, ConfigError, ControlConfig};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    interval: Option<Spanned<String>>,
+    admin: Option<Spanned<AdminConfig>>,
+    #[serde(default)]
+    pool: Vec<Spanned<RawPool>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+    #[serde(default)]
+    job: Vec<Spanned<RawJob>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPool {
+    name: Spanned<String>,
+    #[serde(rename = "match")]
+    filter: Option<Spanned<String>>,
+    capacity: Spanned<String>,
+    algorithm: Spanned<String>,
+    params: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    min_share: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    rule: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJob {
+    job: Spanned<String>,
+    pool: Option<Spanned<String>>,
+    limit: Option<Spanned<String>>,
+    weight: Option<Spanned<f64>>,
+}
+
+/// Reads and checks a configuration; `file` names it in errors.
+pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError> {
+    let raw: RawConfig = toml::from_str(text).map_err(|err| {
+        let (line, column) = err
+            .span()
+            .map_or((1, 1), |span| line_and_column(text, span.start));
+        ConfigError::Toml {
+            file: file.to_owned(),
+            line,
+            column,
+            // Some messages span lines; the caller's log wants one.
+            message: err
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(": "),
+        }
+    })?;
+    let invalid = |at: usize, item: &str, error: FieldError| ConfigError::Invalid {
+        file: file.to_owned(),
+        line: line_and_column(text, at).0,
+        problem: format!("{item}: {error}"),
+    };
+    let mut config = ControlConfig::default();
+    if let Some(interval) = &raw.interval {
+        config.interval = parse_duration(interval.get_ref())
+            .map_err(|e| invalid(interval.span().start, "interval", FieldError::whole(e)))?;
+    }
+    if let Some(admin) = raw.admin {
+        check_admin(admin.get_ref()).map_err(|e| invalid(admin.span().start, "admin", e))?;
+        config.admin = admin.into_inner();
+    }
+    for (i, entry) in raw.pool.iter().enumerate() {
+        let pool = entry.get_ref();
+        let item = format!("pool[{}] {:?}", i + 1, pool.name.get_ref());
+        let at = |e: &FieldError| pool.at(e.field).unwrap_or(entry.span()).start;
+        let spec = pool.check().map_err(|e| invalid(at(&e), &item, e))?;
+        if let Some(first) = config.pools.iter().position(|p| p.name == spec.name) {
+            let e = FieldError::new("name", format_args!("pool[{}] has this name", first + 1));
+            return Err(invalid(at(&e), &item, e));
+        }
+        config.pools.push(spec);
+    }
+    for (i, entry) in raw.rule.iter().enumerate() {
+        let given = &entry.get_ref().rule;
+        let item = format!("rule[{}]", i + 1);
+        let fail = |e: FieldError| invalid(given.span().start, &item, e);
+        let rule = parse_rule(given.get_ref()).map_err(|e| fail(FieldError::new("rule", e)))?;
+        if let Some(name) = &rule.name
+            && let Some(first) = config.rules.iter().position(|r| r.name == rule.name)
+        {
+            let why = format_args!("rule[{}] is named {name:?} too", first + 1);
+            return Err(fail(FieldError::new("rule", why)));
+        }
+        config.rules.push(rule);
+    }
+    for (i, entry) in raw.job.iter().enumerate() {
+        let job = entry.get_ref();
+        let item = format!("job[{}] {:?}", i + 1, job.job.get_ref());
+        let at = |e: &FieldError| job.at(e.field).unwrap_or(entry.span()).start;
+        let spec = job
+            .check(&config.pools)
+            .map_err(|e| invalid(at(&e), &item, e))?;
+        let same = |other: &JobSpec| other.job == spec.job && other.pool == spec.pool;
+        if let Some(first) = config.jobs.iter().position(same) {
+            let e = FieldError::whole(format_args!("job[{}] sets this job already", first + 1));
+            return Err(invalid(at(&e), &item, e));
+        }
+        config.jobs.push(spec);
+    }
+    Ok(config)
+}
+
+/// The certificate and the key make sense only together; an empty group is a slip.
+fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
+    if admin.group.as_deref() == Some("") {
+        return Err(FieldError::new("group", "expected a group name"));
+    }
+    match (&admin.tls_cert, &admin.tls_key) {
+        (Some(_), None) => Err(FieldError::new("tls_key", "missing (tls_cert is set)")),
+        (None, Some(_)) => Err(FieldError::new("tls_cert", "missing (tls_key is set)")),
+        _ => Ok(()),
+    }
+}
+
+impl RawPool {
+    fn check(&self) -> Result<PoolSpec, FieldError> {
+        let params = match &self.params {
+            Some(params) => params
+                .get_ref()
+                .iter()
+                .map(|(name, value)| Ok((name.clone(), param_value(name, value)?)))
+                .collect::<Result<_, FieldError>>()?,
+            None => BTreeMap::new(),
+        };
+        PoolSpec::check(
+            self.name.get_ref(),
+            self.filter.as_ref().map_or("", |filter| filter.get_ref()),
+            self.capacity.get_ref(),
+            self.algorithm.get_ref(),
+            params,
+            self.min_share
+                .as_ref()
+                .map_or(PoolSpec::DEFAULT_MIN_SHARE, |share| *share.get_ref()),
+        )
+    }
+
+    /// Where `field` is written, if it is.
+    fn at(&self, field: Option<&str>) -> Option<std::ops::Range<usize>> {
+        match field? {
+            "name" => Some(self.name.span()),
+            "match" => self.filter.as_ref().map(Spanned::span),
+            "capacity" => Some(self.capacity.span()),
+            "algorithm" => Some(self.algorithm.span()),
+            "params" => self.params.as_ref().map(Spanned::span),
+            "min_share" => self.min_share.as_ref().map(Spanned::span),
+            _ => None,
+        }
+    }
+}
+
+/// A parameter's value: a TOML number or boolean.
+fn param_value(name: &str, value: &toml::Value) -> Result<ParamValue, FieldError> {
+    match value {
+        toml::Value::Integer(n) => Ok(ParamValue::Number(*n as f64)),
+        toml::Value::Float(x) => Ok(ParamValue::Number(*x)),
+        toml::Value::Boolean(b) => Ok(ParamValue::Bool(*b)),
+        other => Err(FieldError::new(
+            "params",
+            format_args!("{name} = {other}: expected a number or true/false"),
+        )),
+    }
+}
+
+impl RawJob {
+    fn check(&self, pools: &[PoolSpec]) -> Result<JobSpec, FieldError> {
+        let spec = JobSpec {
+            job: self.job.get_ref().clone(),
+            pool: self.pool.as_ref().map(|pool| pool.get_ref().clone()),
+            limit: match &self.limit {
+                Some(limit) => Some(parse_limit(limit.get_ref())?),
+                None => None,
+            },
+            weight: self.weight.as_ref().map(|weight| *weight.get_ref()),
+        };
+        spec.check(pools)?;
+        Ok(spec)
+    }
+
+    /// Where `field` is written, if it is.
+    fn at(&self, field: Option<&str>) -> Option<std::ops::Range<usize>> {
+        match field? {
+            "job" => Some(self.job.span()),
+            "pool" => self.pool.as_ref().map(Spanned::span),
+            "limit" => self.limit.as_ref().map(Spanned::span),
+            "weight" => self.weight.as_ref().map(Spanned::span),
+            _ => None,
+        }
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
+/// Writes `config` in the file format, every value as [`parse`] reads it back.
+pub(super) fn render(config: &ControlConfig) -> String {
+    let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
+    let float = |x: f64| toml::Value::Float(x).to_string();
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "interval = {}",
+        quote(&format_duration(config.interval))
+    );
+    let admin = &config.admin;
+    let paths = [
+        ("token_file", &admin.token_file),
+        ("tls_cert", &admin.tls_cert),
+        ("tls_key", &admin.tls_key),
+    ];
+    let mut admin_lines: Vec<String> = admin
+        .group
+        .iter()
+        .map(|group| format!("group = {}", quote(group)))
+        .collect();
+    for (key, path) in paths {
+        if let Some(path) = path {
+            admin_lines.push(format!("{key} = {}", quote(&path.to_string_lossy())));
+        }
+    }
+    if !admin_lines.is_empty() {
+        let _ = write!(out, "\n[admin]\n{}\n", admin_lines.join("\n"));
+    }
+    for pool in &config.pools {
+        let _ = writeln!(out, "\n[[pool]]\nname = {}", quote(&pool.name));
+        if !pool.filter.is_empty() {
+            let _ = writeln!(out, "match = {}", quote(&pool.filter));
+        }
+        let _ = writeln!(out, "capacity = {}", quote(&pool.capacity.to_string()));
+        let _ = writeln!(out, "algorithm = {}", quote(&pool.algorithm));
+        if !pool.params.is_empty() {
+            // Parameter names are the algorithm's own, bare TOML keys all.
+            let params: Vec<String> = pool
+                .params
+                .iter()
+                .map(|(name, value)| match value {
+                    ParamValue::Number(x) => format!("{name} = {}", float(*x)),
+                    ParamValue::Bool(b) => format!("{name} = {b}"),
+                })
+                .collect();
+            let _ = writeln!(out, "params = {{ {} }}", params.join(", "));
+        }
+        let _ = writeln!(out, "min_share = {}", float(pool.min_share));
+    }
+    for rule in &config.rules {
+        let _ = writeln!(out, "\n[[rule]]\nrule = {}", quote(&rule.to_string()));
+    }
+    for job in &config.jobs {
+        let _ = writeln!(out, "\n[[job]]\njob = {}", quote(&job.job));
+        if let Some(pool) = &job.pool {
+            let _ = writeln!(out, "pool = {}", quote(pool));
+        }
+        if let Some(limit) = job.limit {
+            let _ = writeln!(out, "limit = {}", quote(&limit.to_string()));
+        }
+        if let Some(weight) = job.weight {
+            let _ = writeln!(out, "weight = {}", float(weight));
+        }
+    }
+    out
+}

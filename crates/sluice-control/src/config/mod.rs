@@ -1,0 +1,207 @@
+//! The control plane's configuration: pools, the administrator's rules and job settings,
+//! how they are checked, changed and kept across restarts.
+//!
+//! `sluice global --config FILE` and `sluice local --config FILE` read a TOML file:
+//!
+//! ```toml
+//! interval = "1s"                      # 10ms to 1h; default 1s
+//!
+//! [admin]
+//! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
+//! token_file = "/etc/sluice/token"     # bearer token for changes over TCP
+//! tls_cert = "/etc/sluice/cert.pem"    # TLS on the TCP listener: both or neither
+//! tls_key = "/etc/sluice/key.pem"
+//!
+//! [[pool]]
+//! name = "scratch-md"
+//! match = "class=metadata mount=/scratch"   # conditions of a rule; absent: every call
+//! capacity = "10k/s"
+//! algorithm = "psfa"
+//! params = { epsilon = 0.25 }               # numbers or booleans
+//! min_share = 0.01                          # default 0.01, at most 0.5
+//!
+//! [[rule]]                                  # static rules, in order: first match wins
+//! rule = "cap-alice: user=alice op=open rate=2k/s"
+//!
+//! [[job]]
+//! job = "4242"
+//! pool = "scratch-md"                       # absent: every pool counting the limit's unit
+//! limit = "5k/s"
+//! weight = 2.0
+//! ```
+//!
+//! A [`ControlConfig`] is always valid: [`ControlConfig::parse`] checks everything and
+//! the admin mutations ([`ControlConfig::pool_set`] and the others) check the whole result
+//! before changing anything, so an administrator's mistake never reaches a running
+//! controller half-applied. Every error is one line that says where and why.
+
+mod admin;
+mod duration;
+mod file;
+mod job;
+mod persist;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sluice_core::rule::{Rate, Rule};
+
+pub use admin::{AdminError, AdminErrorKind};
+pub use duration::{DurationError, MAX_INTERVAL, MIN_INTERVAL, format_duration, parse_duration};
+pub use job::JobSpec;
+pub use pool::PoolSpec;
+
+/// Everything the global controller (or a local one in single-node mode) is configured
+/// with; see the module documentation for the file format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlConfig {
+    /// How often each pool's capacity is divided again.
+    pub interval: Duration,
+    /// Who may change things, and how the TCP listener is secured.
+    pub admin: AdminConfig,
+    /// The pools, in the order written; names are unique.
+    pub pools: Vec<PoolSpec>,
+    /// The administrator's rules, in order (the first that matches a call applies);
+    /// names, where given, are unique.
+    pub rules: Vec<Rule>,
+    /// Per-job limits and weights; at most one entry per job and pool.
+    pub jobs: Vec<JobSpec>,
+}
+
+impl Default for ControlConfig {
+    /// No pools, rules or job settings, and a control interval of one second.
+    fn default() -> Self {
+        ControlConfig {
+            interval: Duration::from_secs(1),
+            admin: AdminConfig::default(),
+            pools: Vec::new(),
+            rules: Vec::new(),
+            jobs: Vec::new(),
+        }
+    }
+}
+
+/// The `[admin]` table: who may change the configuration through the admin API.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Members of this group (and root) may make changes over the UNIX socket.
+    pub group: Option<String>,
+    /// A file holding the bearer token that changes over TCP must present.
+    pub token_file: Option<PathBuf>,
+    /// The TLS certificate of the TCP listener (set together with `tls_key`).
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key of the TCP listener (set together with `tls_cert`).
+    pub tls_key: Option<PathBuf>,
+}
+
+/// Why a configuration could not be read or saved; every message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The file could not be written.
+    #[error("{}: cannot save: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The text is not TOML, or not in the schema (an unknown key, a wrong type, a
+    /// missing field).
+    #[error("{file}:{line}:{column}: {message}")]
+    Toml {
+        /// The file, or `config` when parsed from text.
+        file: String,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What the TOML reader says.
+        message: String,
+    },
+    /// A value is not valid: `pool[1] "scratch-md": match: at column 7 (…): expected …`.
+    #[error("{file}:{line}: {problem}")]
+    Invalid {
+        /// The file, or `config` when parsed from text.
+        file: String,
+        /// 1-based line of the value.
+        line: usize,
+        /// Which item (`pool[1] "scratch-md"`, 1-based), which field, and why.
+        problem: String,
+    },
+}
+
+impl ControlConfig {
+    /// Reads and checks a configuration's text; errors name the file as `config`.
+    pub fn parse(text: &str) -> Result<ControlConfig, ConfigError> {
+        file::parse(text, "config")
+    }
+
+    /// Reads and checks the configuration file at `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<ControlConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        file::parse(&text, &path.display().to_string())
+    }
+
+    /// The configuration as a file that [`ControlConfig::parse`] reads back as `self`.
+    pub fn to_toml(&self) -> String {
+        file::render(self)
+    }
+
+    /// Writes the configuration to `path` atomically: a reader (or a restart after a
+    /// crash) sees the old file or the new one, never a mix. An existing file keeps its
+    /// permission bits; a new one is made 0600, since it names the token and key files.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), ConfigError> {
+        let path = path.as_ref();
+        persist::write_atomically(path, self.to_toml().as_bytes()).map_err(|source| {
+            ConfigError::Write {
+                path: path.to_owned(),
+                source,
+            }
+        })
+    }
+
+    /// The pool called `name`.
+    pub fn pool(&self, name: &str) -> Option<&PoolSpec> {
+        self.pools.iter().find(|pool| pool.name == name)
+    }
+
+    /// The limit and the weight set for `job` in `pool`: an entry naming the pool wins,
+    /// field by field, over the job's entry for every pool, whose limit applies only to
+    /// pools counting the same unit (an ops limit says nothing about a bandwidth).
+    pub fn job_terms(&self, job: &str, pool: &PoolSpec) -> (Option<Rate>, Option<f64>) {
+        let entry = |for_pool: Option<&str>| {
+            self.jobs
+                .iter()
+                .find(|spec| spec.job == job && spec.pool.as_deref() == for_pool)
+        };
+        let own = entry(Some(&pool.name));
+        let general = entry(None);
+        let limit = own.and_then(|spec| spec.limit).or_else(|| {
+            general
+                .and_then(|spec| spec.limit)
+                .filter(|limit| limit.unit == pool.capacity.unit)
+        });
+        let weight = own
+            .and_then(|spec| spec.weight)
+            .or_else(|| general.and_then(|spec| spec.weight));
+        (limit, weight)
+    }
+}

@@ -1,0 +1,241 @@
+//! Pools and job settings, and the checks that make one valid, shared by the file reader
+//! and the admin mutations so that both accept exactly the same things.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use sluice_core::rule::{Cond, ParseError, Rate, Rule, Unit, parse_rule};
+use sluice_policy::registry::{self, INTERVAL_S};
+use sluice_policy::{ParamValue, Params};
+
+/// A pool: a shared resource (a file system's metadata rate, its bandwidth, one
+/// operation's rate) whose capacity an algorithm divides among the jobs using it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolSpec {
+    /// The pool's name: 1 to 64 letters, digits, `_`, `.` or `-`.
+    pub name: String,
+    /// The conditions a call meets to count against the pool, in normal form (as a rule
+    /// prints them); empty for every call.
+    pub filter: String,
+    /// What the pool can take per second, more than zero.
+    pub capacity: Rate,
+    /// The algorithm dividing it, by its name in [`registry::ALGORITHMS`]; one that
+    /// divides a single resource.
+    pub algorithm: String,
+    /// The algorithm's parameters, accepted by it; `interval_s` is the configuration's
+    /// interval, never set here.
+    pub params: BTreeMap<String, ParamValue>,
+    /// The fraction of the capacity, in [0, 0.5], kept as a floor shared by all jobs.
+    pub min_share: f64,
+}
+
+/// What is wrong with one field of an item; the caller names the item.
+#[derive(Debug)]
+pub(super) struct FieldError {
+    /// The field, for finding its line in a file; `None` for the item as a whole.
+    pub field: Option<&'static str>,
+    /// `field: why`, or why alone for the item as a whole.
+    pub text: String,
+}
+
+impl FieldError {
+    pub fn new(field: &'static str, why: impl fmt::Display) -> FieldError {
+        FieldError {
+            field: Some(field),
+            text: format!("{field}: {why}"),
+        }
+    }
+
+    /// An error about the item as a whole.
+    pub fn whole(text: impl fmt::Display) -> FieldError {
+        FieldError {
+            field: None,
+            text: text.to_string(),
+        }
+    }
+
+    /// An error whose text already names its field, as sluice-policy's do.
+    fn named(field: &'static str, text: impl fmt::Display) -> FieldError {
+        FieldError {
+            field: Some(field),
+            text: text.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl PoolSpec {
+    /// The `min_share` of a pool that names none.
+    pub const DEFAULT_MIN_SHARE: f64 = 0.01;
+
+    /// The largest `min_share`: beyond half, the floor would decide more than the
+    /// algorithm does.
+    pub const MAX_MIN_SHARE: f64 = 0.5;
+
+    /// Checks every field, in the order a file writes them, and builds the pool.
+    pub(super) fn check(
+        name: &str,
+        filter: &str,
+        capacity: &str,
+        algorithm: &str,
+        params: BTreeMap<String, ParamValue>,
+        min_share: f64,
+    ) -> Result<PoolSpec, FieldError> {
+        let valid_name = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        if !valid_name {
+            return Err(FieldError::new(
+                "name",
+                format_args!(
+                    "{name:?} is not a pool name (1 to 64 letters, digits, '_', '.' or '-')"
+                ),
+            ));
+        }
+        let capacity_rate: Rate = capacity
+            .parse()
+            .map_err(|e| FieldError::new("capacity", e))?;
+        let rule = checked_rule(name, filter, capacity)?;
+        if capacity_rate.per_sec == 0 {
+            return Err(FieldError::new(
+                "capacity",
+                format_args!(
+                    "{capacity:?} must be more than zero (there would be nothing to divide)"
+                ),
+            ));
+        }
+        let spec = registry::find(algorithm).map_err(|e| FieldError::named("algorithm", e))?;
+        if spec.two_resources {
+            return Err(FieldError::new(
+                "algorithm",
+                format_args!(
+                    "{algorithm} divides a metadata rate and a bandwidth together; a pool has one capacity"
+                ),
+            ));
+        }
+        if params.contains_key(INTERVAL_S.name) {
+            return Err(FieldError::new(
+                "params",
+                format_args!(
+                    "{} is the configuration's interval, not a pool's",
+                    INTERVAL_S.name
+                ),
+            ));
+        }
+        let pool = PoolSpec {
+            name: name.to_owned(),
+            filter: filter_of(&rule),
+            capacity: capacity_rate,
+            algorithm: algorithm.to_owned(),
+            params,
+            min_share,
+        };
+        spec.build(&pool.policy_params())
+            .map_err(|e| FieldError::named("params", e))?;
+        if !(0.0..=Self::MAX_MIN_SHARE).contains(&min_share) {
+            return Err(FieldError::new(
+                "min_share",
+                format_args!("{min_share} is outside [0, {}]", Self::MAX_MIN_SHARE),
+            ));
+        }
+        Ok(pool)
+    }
+
+    /// The pool as a rule named after it, whose rate is the capacity: the form local
+    /// controllers get, `NAME: FILTER rate=CAPACITY`.
+    ///
+    /// # Panics
+    ///
+    /// If `name` or `filter` were changed after the pool was checked into something
+    /// that is not valid.
+    pub fn rule(&self) -> Rule {
+        parse_rule(&rule_text(
+            &self.name,
+            &self.filter,
+            &self.capacity.to_string(),
+        ))
+        .expect("a pool's name and filter are checked when it is made")
+    }
+
+    /// The algorithm's parameters; the caller adds `interval_s`.
+    pub fn policy_params(&self) -> Params {
+        let mut params = Params::new();
+        for (name, value) in &self.params {
+            params.set(name.clone(), *value);
+        }
+        params
+    }
+
+    /// Whether the pool counts bytes (a bandwidth) rather than operations.
+    pub fn is_bytes(&self) -> bool {
+        self.capacity.unit == Unit::Bytes
+    }
+}
+
+/// The text of a pool's rule; its name goes first so that nothing in the filter can be
+/// read as a name, and the capacity last so that the rule language checks its unit
+/// against the conditions.
+fn rule_text(name: &str, filter: &str, capacity: &str) -> String {
+    format!("{name}: {filter} rate={capacity}")
+}
+
+/// Checks a pool's filter with the rule language, placing errors in `match` (columns of
+/// the filter) or in `capacity` (a bytes capacity on calls that move no data).
+fn checked_rule(name: &str, filter: &str, capacity: &str) -> Result<Rule, FieldError> {
+    for token in filter.split_whitespace() {
+        let why = match token.split(['<', '>', '=']).next() {
+            Some("rate") => "conditions only: a pool's rate is its capacity (capacity = \"…\")",
+            Some("burst") => "conditions only: a pool has no burst",
+            _ => continue,
+        };
+        let error = ParseError {
+            offset: token.as_ptr().addr() - filter.as_ptr().addr(),
+            token: token.to_owned(),
+            expected: why.to_owned(),
+        };
+        return Err(FieldError::new("match", error));
+    }
+    let prefix = name.len() + 2;
+    parse_rule(&rule_text(name, filter, capacity)).map_err(|e| {
+        if e.offset >= prefix + filter.len() {
+            let token = capacity.to_owned();
+            return FieldError::new(
+                "capacity",
+                ParseError {
+                    offset: 0,
+                    token,
+                    ..e
+                },
+            );
+        }
+        // In a rule line a key could also be rate=; in a filter it cannot.
+        let expected = e.expected.strip_suffix(" or rate=").unwrap_or(&e.expected);
+        let error = ParseError {
+            offset: e.offset - prefix,
+            expected: expected.to_owned(),
+            token: e.token,
+        };
+        FieldError::new("match", error)
+    })
+}
+
+/// The conditions of a rule in normal form, as a pool's filter keeps them.
+fn filter_of(rule: &Rule) -> String {
+    let conds: Vec<String> = rule.conds.iter().map(Cond::to_string).collect();
+    conds.join(" ")
+}
+
+/// The pools' names for an error message: `pools: a, b`, or `there are no pools`.
+pub(super) fn pool_names(pools: &[PoolSpec]) -> String {
+    if pools.is_empty() {
+        return "there are no pools".to_owned();
+    }
+    let names: Vec<&str> = pools.iter().map(|pool| pool.name.as_str()).collect();
+    format!("pools: {}", names.join(", "))
+}

@@ -1,0 +1,280 @@
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sluice_core::rule::Rate;
+use sluice_policy::ParamValue;
+
+use super::{EXAMPLE, example};
+use crate::config::{ConfigError, ControlConfig};
+
+fn error(text: &str) -> String {
+    ControlConfig::parse(text).unwrap_err().to_string()
+}
+
+/// A file with one pool whose fields are `fields` (each a `key = value` line).
+fn pool_error(fields: &str) -> String {
+    error(&format!("[[pool]]\nname = \"x\"\n{fields}\n"))
+}
+
+#[test]
+fn reads_every_part() {
+    let config = example();
+    assert_eq!(config.interval, Duration::from_secs(1));
+    assert_eq!(config.admin.group.as_deref(), Some("sluiceadm"));
+    assert_eq!(
+        config.admin.tls_key,
+        Some(PathBuf::from("/etc/sluice/key.pem"))
+    );
+    let md = &config.pools[0];
+    assert_eq!(md.filter, "class=metadata mount=/scratch");
+    assert_eq!(md.capacity, Rate::ops(10_000));
+    assert_eq!(
+        md.params,
+        BTreeMap::from([("epsilon".into(), ParamValue::Number(0.25))])
+    );
+    assert_eq!(md.min_share, 0.01);
+    assert!(!md.is_bytes() && config.pools[1].is_bytes());
+    assert_eq!(
+        md.rule().to_string(),
+        "scratch-md: class=metadata mount=/scratch rate=10k/s"
+    );
+    assert_eq!(config.rules[0].name.as_deref(), Some("cap-alice"));
+    assert_eq!(config.jobs[0].limit, Some(Rate::ops(5_000)));
+    assert_eq!(config.jobs[1].weight, Some(3.0));
+    assert_eq!(ControlConfig::parse("").unwrap(), ControlConfig::default());
+}
+
+#[test]
+fn writes_what_it_reads() {
+    let mut config = example();
+    config.interval = Duration::from_millis(2_500);
+    config.pools[0].min_share = 0.1 + 0.2;
+    config.pools[1].filter.clear();
+    config.admin.token_file = Some("/etc/sluice/a \"quoted\" token".into());
+    let text = config.to_toml();
+    assert_eq!(ControlConfig::parse(&text).unwrap(), config, "{text}");
+    assert!(
+        text.contains("params = { work_conserving = false }\n"),
+        "{text}"
+    );
+    assert_eq!(
+        ControlConfig::parse(&ControlConfig::default().to_toml()).unwrap(),
+        ControlConfig::default()
+    );
+}
+
+#[test]
+fn pool_errors_say_which_pool_which_field_and_why() {
+    assert_eq!(
+        pool_error("match = \"exe=a clas=metadata\"\ncapacity = \"1k/s\"\nalgorithm = \"psfa\""),
+        "config:3: pool[1] \"x\": match: at column 7 ('clas=metadata'): expected a key \
+         (op, class, job, user, exe, mount, size)"
+    );
+    assert_eq!(
+        pool_error("capacity = \"1k/s\"\nalgorithm = \"fifo\""),
+        "config:4: pool[1] \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, \
+         uniform, priority, psharing, psfa, adaptbf, set10, reservations, drf)"
+    );
+    assert_eq!(
+        pool_error("capacity = \"1k/s\"\nalgorithm = \"drf\""),
+        "config:4: pool[1] \"x\": algorithm: drf divides a metadata rate and a bandwidth \
+         together; a pool has one capacity"
+    );
+    let cases = [
+        (
+            "match = \"op=open rate=5k/s\"",
+            "match: at column 9 ('rate=5k/s'): expected conditions only: a pool's rate is its capacity",
+        ),
+        (
+            "match = \"op=open burst=5\"",
+            "match: at column 9 ('burst=5'): expected conditions only: a pool has no burst",
+        ),
+        (
+            "match = \"md: op=open\"",
+            "match: at column 1 ('md:'): expected a key (op,",
+        ),
+        (
+            "capacity = \"10x/s\"",
+            "capacity: at column 1 ('10x/s'): expected a rate unit",
+        ),
+        (
+            "capacity = \"0/s\"",
+            "capacity: \"0/s\" must be more than zero",
+        ),
+        (
+            "match = \"class=metadata\"\ncapacity = \"1MiB/s\"",
+            "capacity: at column 1 ('1MiB/s'): expected a rate in operations per second",
+        ),
+        (
+            "params = { epsilon = 2 }",
+            "params.epsilon: must be a number between 0 and 1",
+        ),
+        (
+            "params = { epsilon = \"x\" }",
+            "params: epsilon = \"x\": expected a number or true/false",
+        ),
+        (
+            "params = { rate = 1 }",
+            "params.rate: not a parameter of psfa (it takes: epsilon, interval_s)",
+        ),
+        (
+            "params = { interval_s = 1 }",
+            "params: interval_s is the configuration's interval",
+        ),
+        ("min_share = 0.6", "min_share: 0.6 is outside [0, 0.5]"),
+        ("min_share = nan", "min_share: NaN is outside [0, 0.5]"),
+    ];
+    for (fields, expected) in cases {
+        let mut text = format!("{fields}\n");
+        for (key, value) in [("capacity", "\"1k/s\""), ("algorithm", "\"psfa\"")] {
+            if !fields.contains(&format!("{key} =")) {
+                text.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        let message = pool_error(&text);
+        let (_, problem) = message.split_once(": ").unwrap();
+        assert!(
+            problem.starts_with(&format!("pool[1] \"x\": {expected}")),
+            "{fields}: {message}"
+        );
+    }
+    let two = "[[pool]]\nname = \"x\"\ncapacity = \"1k/s\"\nalgorithm = \"psfa\"\n";
+    assert_eq!(
+        error(&format!("{two}{two}")),
+        "config:6: pool[2] \"x\": name: pool[1] has this name"
+    );
+    assert!(
+        error("[[pool]]\nname = \"a b\"\ncapacity = \"1k/s\"\nalgorithm = \"psfa\"\n")
+            .starts_with("config:2: pool[1] \"a b\": name: \"a b\" is not a pool name")
+    );
+}
+
+#[test]
+fn other_errors_are_placed_too() {
+    let cases = [
+        (
+            "interval = \"5 parsecs\"",
+            "config:1: interval: \"5 parsecs\" is not a duration (e.g. 200ms, 1s)",
+        ),
+        (
+            "[admin]\ntls_cert = \"c.pem\"",
+            "config:1: admin: tls_key: missing (tls_cert is set)",
+        ),
+        (
+            "[[rule]]\nrule = \"op=stat rate=1k/s\"",
+            "config:2: rule[1]: rule: at column 4 ('stat'): expected an operation",
+        ),
+        (
+            "[[rule]]\nrule = \"a: rate=1/s\"\n[[rule]]\nrule = \"a: rate=2/s\"",
+            "config:4: rule[2]: rule: rule[1] is named \"a\" too",
+        ),
+        (
+            "[[job]]\njob = \"7\"\npool = \"md\"\nweight = 1",
+            "config:3: job[1] \"7\": pool: no pool is named \"md\" (there are no pools)",
+        ),
+        (
+            "[[job]]\njob = \"7 8\"\nweight = 1",
+            "config:2: job[1] \"7 8\": job: \"7 8\" is not a job identifier",
+        ),
+        (
+            "[[job]]\njob = \"7\"\nweight = 0",
+            "config:3: job[1] \"7\": weight: must be a finite number > 0",
+        ),
+        (
+            "[[job]]\njob = \"7\"\nlimit = \"5x/s\"",
+            "config:3: job[1] \"7\": limit: at column 1 ('5x/s'): expected a rate unit",
+        ),
+        (
+            "[[job]]\njob = \"7\"",
+            "config:1: job[1] \"7\": expected a limit or a weight (or both)",
+        ),
+        (
+            "[[job]]\njob = \"7\"\nweight = 1\n[[job]]\njob = \"7\"\nweight = 2",
+            "config:4: job[2] \"7\": job[1] sets this job already",
+        ),
+    ];
+    for (text, expected) in cases {
+        let message = error(text);
+        assert!(message.starts_with(expected), "{text}: {message}");
+        assert!(!message.contains('\n'), "{message}");
+    }
+    let mismatch = EXAMPLE.replace("limit = \"5k/s\"", "limit = \"5MiB/s\"");
+    assert_eq!(
+        error(&mismatch),
+        "config:31: job[1] \"4242\": limit: 5MiB/s counts bytes, but pool \"scratch-md\" \
+         counts ops (its capacity is 10k/s)"
+    );
+}
+
+#[test]
+fn toml_errors_are_one_line_with_line_and_column() {
+    assert_eq!(
+        error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
+        "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
+         `algorithm`, `params`, `min_share`"
+    );
+    assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
+    assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
+    assert_eq!(
+        error("interval = \"1s\"\n[[pool]\n"),
+        "config:2:7: invalid table header: expected `.`, `]]`"
+    );
+}
+
+#[test]
+fn load_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("control.toml");
+    let missing = ControlConfig::load(&path).unwrap_err();
+    assert!(matches!(missing, ConfigError::Read { .. }), "{missing}");
+    fs::write(&path, "interval = \"5 parsecs\"\n").unwrap();
+    let message = ControlConfig::load(&path).unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!("{}:1: interval: ", path.display())),
+        "{message}"
+    );
+}
+
+#[test]
+fn save_replaces_the_file_whole_and_keeps_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("control.toml");
+    let config = example();
+    config.save(&path).unwrap();
+    let mode = |path: &PathBuf| fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(ControlConfig::load(&path).unwrap(), config);
+
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    let smaller = ControlConfig::default();
+    smaller.save(&path).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), smaller.to_toml());
+    assert_eq!(mode(&path), 0o640);
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["control.toml"], "no temporary file is left behind");
+}
+
+#[test]
+fn a_failed_save_leaves_everything_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("control.toml");
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("inside"), "kept").unwrap();
+    let message = example().save(&target).unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!("{}: cannot save: ", target.display())),
+        "{message}"
+    );
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["control.toml"]);
+    assert_eq!(fs::read_to_string(target.join("inside")).unwrap(), "kept");
+}

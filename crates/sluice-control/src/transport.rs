@@ -1,0 +1,441 @@
+//! Servers and clients of the control plane: where a daemon listens (a UNIX socket, or
+//! TCP with optional TLS), how a client reaches it, and how a server learns who called.
+//!
+//! - [`Endpoint`]: an address as written in configuration or on a command line.
+//! - [`connect`] with [`ConnectOptions`], and the [`Bearer`] interceptor that puts the
+//!   token on every call of a generated client.
+//! - [`bind_unix`]: a daemon's socket, made safely; [`peer_cred`]: who is on the other
+//!   end of it.
+//! - [`check_bearer`] and [`read_token_file`]: the shared secret of TCP deployments.
+//! - [`server_tls`] and [`client_tls`]: rustls through tonic.
+
+use std::fmt;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use hyper_util::rt::TokioIo;
+use tokio::net::{UnixListener, UnixStream};
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::transport::server::UdsConnectInfo;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity, ServerTlsConfig};
+use tonic::{Request, Status};
+
+/// Where a daemon listens, or where a client finds it.
+///
+/// Written `unix:PATH` (or just an absolute path), `http://HOST:PORT` or
+/// `https://HOST:PORT`; [`fmt::Display`] writes it back in the same form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// A UNIX socket.
+    Unix(PathBuf),
+    /// A TCP address, in plain text or over TLS.
+    Tcp {
+        /// A host name or an IP address (an IPv6 address without its brackets).
+        host: String,
+        /// The port, never 0.
+        port: u16,
+        /// Whether the connection uses TLS (`https://`).
+        tls: bool,
+    },
+}
+
+/// Why a text is not an [`Endpoint`]; its message is one line naming the fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad endpoint '{text}': {reason}")]
+pub struct EndpointError {
+    text: String,
+    reason: String,
+}
+
+impl FromStr for Endpoint {
+    type Err = EndpointError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let fail = |reason: &str| EndpointError {
+            text: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if let Some(rest) = text.strip_prefix("unix:") {
+            // gRPC's own spelling, unix:///abs/path, is accepted too.
+            let path = match rest.strip_prefix("//") {
+                Some(abs) if abs.starts_with('/') => abs,
+                Some(_) => return Err(fail("unix:// must be followed by an absolute path")),
+                None => rest,
+            };
+            if path.is_empty() {
+                return Err(fail("no socket path after 'unix:'"));
+            }
+            return Ok(Endpoint::Unix(PathBuf::from(path)));
+        }
+        if text.starts_with('/') {
+            return Ok(Endpoint::Unix(PathBuf::from(text)));
+        }
+        let (tls, authority) = if let Some(rest) = text.strip_prefix("http://") {
+            (false, rest)
+        } else if let Some(rest) = text.strip_prefix("https://") {
+            (true, rest)
+        } else if let Some((scheme, _)) = text.split_once("://") {
+            return Err(fail(&format!(
+                "unknown scheme '{scheme}' (expected unix:, http:// or https://)"
+            )));
+        } else {
+            return Err(fail(
+                "expected unix:PATH, an absolute path, http://HOST:PORT or https://HOST:PORT",
+            ));
+        };
+        let authority = authority.strip_suffix('/').unwrap_or(authority);
+        if authority.contains(['/', '?', '#', '@']) {
+            return Err(fail("only HOST:PORT may follow the scheme"));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (host, after) = v6
+                .split_once(']')
+                .ok_or_else(|| fail("'[' without its closing ']'"))?;
+            let port = after
+                .strip_prefix(':')
+                .ok_or_else(|| fail("no port (write [ADDRESS]:PORT)"))?;
+            (host, port)
+        } else {
+            authority
+                .rsplit_once(':')
+                .ok_or_else(|| fail("no port (write HOST:PORT)"))?
+        };
+        if host.is_empty() {
+            return Err(fail("no host before the port"));
+        }
+        if host.contains(':') && !authority.starts_with('[') {
+            return Err(fail(
+                "an IPv6 address must be written in brackets: [ADDRESS]:PORT",
+            ));
+        }
+        let port = match port.parse::<u16>() {
+            Ok(0) => return Err(fail("port 0 cannot be connected to")),
+            Ok(port) => port,
+            Err(_) => return Err(fail(&format!("bad port '{port}' (expected 1 to 65535)"))),
+        };
+        Ok(Endpoint::Tcp {
+            host: host.to_owned(),
+            port,
+            tls,
+        })
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Unix(path) => write!(f, "unix:{}", path.display()),
+            Endpoint::Tcp { host, port, tls } => {
+                let scheme = if *tls { "https" } else { "http" };
+                if host.contains(':') {
+                    write!(f, "{scheme}://[{host}]:{port}")
+                } else {
+                    write!(f, "{scheme}://{host}:{port}")
+                }
+            }
+        }
+    }
+}
+
+/// How a client connects.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// How long to wait for the connection (and, over TLS, its handshake).
+    pub connect_timeout: Duration,
+    /// The shared secret to send as `authorization: Bearer TOKEN`; see [`Bearer`].
+    pub token: Option<String>,
+    /// PEM file of the CA that signed the server's certificate; required for `https://`
+    /// and refused otherwise, so that a CA given by mistake never hides plain text.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            connect_timeout: Duration::from_secs(5),
+            token: None,
+            ca_file: None,
+        }
+    }
+}
+
+impl fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+impl ConnectOptions {
+    /// The interceptor that sends [`ConnectOptions::token`] with every call.
+    pub fn bearer(&self) -> anyhow::Result<Bearer> {
+        Bearer::new(self.token.as_deref())
+    }
+}
+
+/// Opens a channel to `endpoint`, failing if it cannot be reached within the options'
+/// connect timeout.
+///
+/// The channel reconnects by itself when a later call finds the connection gone. To send
+/// the token, wrap it: `AdminClient::with_interceptor(channel, options.bearer()?)`.
+pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::Result<Channel> {
+    match endpoint {
+        Endpoint::Unix(path) => {
+            if options.ca_file.is_some() {
+                bail!("a CA file is only for https:// endpoints, not {endpoint}");
+            }
+            let path = path.clone();
+            // The URI only fills the HTTP/2 :authority; the connector ignores it.
+            tonic::transport::Endpoint::from_static("http://localhost")
+                .connect_timeout(options.connect_timeout)
+                .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                    let path = path.clone();
+                    async move {
+                        Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?))
+                    }
+                }))
+                .await
+                .with_context(|| format!("cannot connect to {endpoint}"))
+        }
+        Endpoint::Tcp { tls, .. } => {
+            let mut target = tonic::transport::Endpoint::from_shared(endpoint.to_string())
+                .with_context(|| format!("bad endpoint {endpoint}"))?
+                .connect_timeout(options.connect_timeout);
+            match (tls, &options.ca_file) {
+                (true, Some(ca)) => target = target.tls_config(client_tls(ca)?)?,
+                (true, None) => {
+                    bail!("{endpoint} needs a CA file to check the server's certificate")
+                }
+                (false, Some(_)) => {
+                    bail!("a CA file is only for https:// endpoints, not {endpoint}")
+                }
+                (false, None) => {}
+            }
+            target
+                .connect()
+                .await
+                .with_context(|| format!("cannot connect to {endpoint}"))
+        }
+    }
+}
+
+/// A client interceptor that adds `authorization: Bearer TOKEN` to every call, or nothing
+/// when built without a token; for generated clients' `with_interceptor`.
+#[derive(Clone, Default)]
+pub struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Bearer {
+    /// Checks that the token can travel in a header.
+    pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
+        let Some(token) = token else {
+            return Ok(Bearer(None));
+        };
+        check_token_text(token)?;
+        let value = format!("Bearer {token}")
+            .parse()
+            .context("the token cannot be sent in a header")?;
+        Ok(Bearer(Some(value)))
+    }
+}
+
+impl fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = if self.0.is_some() {
+            "<redacted>"
+        } else {
+            "none"
+        };
+        f.debug_tuple("Bearer").field(&shown).finish()
+    }
+}
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// Admits `request` only if it carries `authorization: Bearer TOKEN` with the expected
+/// token; the comparison takes the same time wherever the first difference is. An empty
+/// expected token admits nobody.
+pub fn check_bearer<T>(request: &Request<T>, expected_token: &str) -> Result<(), Status> {
+    let header = request
+        .metadata()
+        .get("authorization")
+        .ok_or_else(|| Status::unauthenticated("missing bearer token"))?;
+    let presented = header
+        .to_str()
+        .ok()
+        .and_then(|text| {
+            let (scheme, token) = text.split_once(' ')?;
+            // RFC 7235: the scheme name is case-insensitive.
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then_some(token.trim())
+        })
+        .ok_or_else(|| Status::unauthenticated("authorization is not a bearer token"))?;
+    if !expected_token.is_empty()
+        && constant_time_eq(presented.as_bytes(), expected_token.as_bytes())
+    {
+        Ok(())
+    } else {
+        Err(Status::unauthenticated("invalid bearer token"))
+    }
+}
+
+/// Byte equality without an early exit, so that timing does not reveal how much of a
+/// guess was right. Only the length leaks, which a random token of fixed size gives away
+/// anyway.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// Reads a token from `path`, trimmed of surrounding white space.
+///
+/// Refuses a file that group or others may read or write (whoever can write it chooses
+/// the token a server accepts), an empty one, and a token that cannot be sent in a header.
+pub fn read_token_file(path: &Path) -> anyhow::Result<String> {
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open token file {}", path.display()))?;
+    // The open file's mode, not the path's: the path could be swapped in between.
+    let mode = file
+        .metadata()
+        .with_context(|| format!("cannot stat token file {}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o066 != 0 {
+        bail!(
+            "token file {} is open to group or others (mode {:04o}); chmod 600 it",
+            path.display(),
+            mode & 0o7777
+        );
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .with_context(|| format!("cannot read token file {}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        bail!("token file {} is empty", path.display());
+    }
+    check_token_text(token).with_context(|| format!("bad token in {}", path.display()))?;
+    Ok(token.to_owned())
+}
+
+fn check_token_text(token: &str) -> anyhow::Result<()> {
+    if token.is_empty() {
+        bail!("the token is empty");
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        bail!("the token may hold only visible ASCII characters, without spaces");
+    }
+    Ok(())
+}
+
+/// Creates the UNIX socket a daemon serves on, with permissions `mode` (e.g. `0o666` for
+/// a local controller that every user's launcher reaches, `0o600` for root only).
+///
+/// Creates the parent directory if missing. An existing socket is replaced only if nobody
+/// answers on it (a daemon that died without cleaning up); any other file is left alone.
+/// Must be called within a tokio runtime.
+pub async fn bind_unix(path: &Path, mode: u32) -> anyhow::Result<UnixListenerStream> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create directory {}", parent.display()))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path).await {
+            Ok(_) => bail!("another daemon is listening on {}", path.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).with_context(|| {
+                    format!("cannot remove the stale socket {}", path.display())
+                })?;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("cannot tell whether {} is still in use", path.display())
+                });
+            }
+        },
+        Ok(_) => bail!(
+            "{} exists and is not a socket; refusing to replace it",
+            path.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
+    }
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
+    // Between bind and chmod the socket has the umask's permissions; that window is
+    // harmless because servers decide on the peer's credentials, not on who could connect.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot chmod {:o} {}", mode, path.display()))?;
+    Ok(UnixListenerStream::new(listener))
+}
+
+/// The credentials of the process on the other end of a UNIX socket, as the kernel
+/// gave them when it connected (`SO_PEERCRED`): they cannot be forged by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// The caller's effective user id.
+    pub uid: u32,
+    /// The caller's effective group id.
+    pub gid: u32,
+    /// The caller's process id, when the kernel tells it.
+    pub pid: Option<u32>,
+}
+
+/// Who made `request`, when it came over a UNIX socket served from
+/// [`bind_unix`]'s stream; `None` over TCP.
+pub fn peer_cred<T>(request: &Request<T>) -> Option<Peer> {
+    let cred = request.extensions().get::<UdsConnectInfo>()?.peer_cred?;
+    Some(Peer {
+        uid: cred.uid(),
+        gid: cred.gid(),
+        pid: cred.pid().and_then(|pid| u32::try_from(pid).ok()),
+    })
+}
+
+/// The TLS settings of a TCP server, from PEM files of its certificate (chain) and key.
+pub fn server_tls(cert_path: &Path, key_path: &Path) -> anyhow::Result<ServerTlsConfig> {
+    let cert = read_pem(cert_path, "CERTIFICATE")?;
+    let key = read_pem(key_path, "PRIVATE KEY")?;
+    Ok(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+}
+
+/// The TLS settings of a client that trusts only the CA in the PEM file `ca_path`.
+pub fn client_tls(ca_path: &Path) -> anyhow::Result<ClientTlsConfig> {
+    let ca = read_pem(ca_path, "CERTIFICATE")?;
+    Ok(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
+}
+
+/// Reads a PEM file, checking that it holds a block of the expected kind: tonic would
+/// otherwise only complain at the first handshake, far from the configuration at fault.
+fn read_pem(path: &Path, kind: &str) -> anyhow::Result<Vec<u8>> {
+    let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = String::from_utf8_lossy(&pem);
+    let has_block = text
+        .lines()
+        .any(|line| line.starts_with("-----BEGIN ") && line.contains(kind));
+    if !has_block {
+        bail!("{} holds no PEM {kind}", path.display());
+    }
+    Ok(pem)
+}
