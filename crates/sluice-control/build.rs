@@ -19,6 +19,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The generated `connect` constructor would clash with Control's `Connect` rpc,
         // and clients go through `transport::connect` anyway.
         .build_transport(false)
+        // Ordered maps: reports and views list jobs and pools in a stable order.
+        .btree_map(".")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -1,7 +1,5 @@
 //! Who a job is: its identifier and its user, as `sluice run` decides them.
 
-use std::ffi::CStr;
-
 /// The environment variables batch systems put the job id in, in the order consulted.
 pub const JOB_ENV: [&str; 5] = [
     "SLURM_JOB_ID",
@@ -35,20 +33,4 @@ pub fn real_uid() -> u32 {
 }
 
 /// The login name of `uid`, if the user database has one.
-pub fn user_name(uid: u32) -> Option<String> {
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut out: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the sizes given; getpwuid_r writes into them.
-    let rc =
-        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
-    if rc != 0 || out.is_null() {
-        return None;
-    }
-    // SAFETY: on success pw_name points into buf, NUL-terminated.
-    Some(
-        unsafe { CStr::from_ptr(pw.pw_name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
-}
+pub use sluice_control::identity::user_name;

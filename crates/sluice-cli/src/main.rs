@@ -4,14 +4,17 @@
 //! and maps errors to exit codes, in one place: 0 success, 1 a failure while working,
 //! 2 bad input (nothing was changed or run), and for `sluice run` the command's own status.
 
+mod admin_cmd;
 mod alloc;
+mod attach;
 mod bench;
+mod client;
+mod daemons;
 mod demo;
 mod identity;
 mod load;
 mod rule_cmd;
 mod run;
-mod segment_file;
 
 use clap::{Parser, Subcommand};
 
@@ -29,7 +32,19 @@ struct Cli {
 enum Command {
     // The argument structs' own doc comments are the long help.
     Run(run::RunArgs),
-    /// Check rules written in the rule language.
+    Local(daemons::LocalArgs),
+    Global(daemons::GlobalArgs),
+    /// The controller's role, its locals, jobs, pools and control cycle.
+    Status(admin_cmd::StatusArgs),
+    /// Running jobs: nodes, and per pool their allocation, rate and demand.
+    Jobs(admin_cmd::JobsArgs),
+    /// Set a job's reservation and weight.
+    #[command(subcommand)]
+    Job(admin_cmd::JobCmd),
+    /// Pools: capacities shared by all jobs, divided by an algorithm.
+    #[command(subcommand)]
+    Pool(admin_cmd::PoolCmd),
+    /// Rules: check them; start, change, stop and list the administrator's rules.
     #[command(subcommand)]
     Rule(rule_cmd::RuleCmd),
     Alloc(alloc::AllocArgs),
@@ -56,6 +71,12 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => a.run(),
+        Command::Local(a) => a.run(),
+        Command::Global(a) => a.run(),
+        Command::Status(a) => a.run(),
+        Command::Jobs(a) => a.run(),
+        Command::Job(c) => c.run(),
+        Command::Pool(c) => c.run(),
         Command::Rule(c) => c.run(),
         Command::Alloc(a) => a.run(),
         Command::Load(a) => a.run(),
@@ -101,5 +122,6 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
             || c.is::<sluice_core::rule::RulesFileError>()
             || c.is::<sluice_core::path::PlaceError>()
             || c.is::<sluice_workload::load::LoadError>()
+            || c.is::<sluice_control::config::ConfigError>()
     })
 }

@@ -49,12 +49,17 @@ pub enum RuleCmd {
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
     },
+    #[command(flatten)]
+    Admin(crate::admin_cmd::RuleAdmin),
 }
 
 impl RuleCmd {
     /// Runs the subcommand and returns the exit code: 0 when everything checked is
     /// valid, 2 when something is not (already reported on stderr).
     pub fn run(&self) -> anyhow::Result<i32> {
+        if let RuleCmd::Admin(admin) = self {
+            return admin.run();
+        }
         let (stdout, stderr) = (io::stdout(), io::stderr());
         Ok(self.run_to(&mut stdout.lock(), &mut stderr.lock())?)
     }
@@ -75,6 +80,7 @@ impl RuleCmd {
                 writeln!(err, "sluice rule check: give a RULE or --file FILE")?;
                 Ok(2)
             }
+            RuleCmd::Admin(_) => unreachable!("run() answers the admin verbs"),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `sluice run`: a command under rules, with no daemon.
+//! `sluice run`: a command under rules, attached to the node's local controller when one
+//! listens, standalone otherwise.
 
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
@@ -12,14 +13,21 @@ use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
 use sluice_core::segment::MAX_RULES;
 use sluice_core::stats::Stats;
 
-use crate::Usage;
-use crate::identity;
-use crate::segment_file::{SHM_DIR, SegmentFile};
+use sluice_control::proto::AttachRequest;
+use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
 
-/// Run a command under rules, with no daemon.
+use crate::Usage;
+use crate::attach::attach;
+use crate::client::local_socket;
+use crate::identity;
+
+/// Run a command under rules.
 ///
 /// The stage is preloaded into the command and every process it starts, and holds their
-/// file-system calls to the rules given.
+/// file-system calls to the rules given. When the node's local controller listens (see
+/// --socket), the job is attached to it: every `sluice run` of the job on the node shares
+/// one budget, and the controller's pools and rules apply too. Otherwise it runs
+/// standalone, with only the rules given.
 ///
 /// Rules are tried in order, first match wins: `--rule` options in the order given, then
 /// the rules of `--rules FILE`. Without `--mount` or `--fs-type`, every path is managed
@@ -46,9 +54,17 @@ pub struct RunArgs {
     /// SLUICE_JOB_ID, else EXE.UID.
     #[arg(long)]
     job: Option<String>,
-    /// Write the job's counters as JSON to FILE ('-' for stdout) when the command ends.
+    /// Write the job's counters as JSON to FILE ('-' for stdout) when the command ends
+    /// (attached: the counters of the whole job on this node).
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
+    /// The local controller's socket (default $SLUICE_SOCKET, else
+    /// /run/sluice/local.sock); when nothing listens there, the job runs standalone.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Never attach to a local controller.
+    #[arg(long, conflicts_with = "socket")]
+    standalone: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -69,7 +85,20 @@ impl RunArgs {
     pub fn run(&self) -> Result<i32> {
         let config = self.config()?;
         let stage = stage_path()?;
-        let seg = SegmentFile::create(Path::new(SHM_DIR), &config)?;
+        let attached = match self.standalone {
+            true => None,
+            false => attach(
+                &local_socket(self.socket.as_ref()),
+                self.attach_request(&config),
+            )?,
+        };
+        let seg = match &attached {
+            Some(a) => SegmentFile::open(a.segment.clone())?,
+            None => {
+                let name = format!("sluice.{}.{}", file_safe(&config.job), std::process::id());
+                SegmentFile::create(Path::new(SHM_DIR).join(name), &config, &[], None)?
+            }
+        };
         let mut preload = stage.display().to_string();
         if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
             preload = format!("{preload}:{}", old.to_string_lossy());
@@ -110,15 +139,31 @@ impl RunArgs {
             .code()
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
         if let Some(out) = &self.stats {
-            let stats = Stats::new(
-                &config.job,
-                &config.rules,
-                &config.pools,
-                &seg.segment().totals(),
-            );
+            // Attached, the segment's rules and pools are the controller's, as of now.
+            let (text, _) = seg.segment().config()?;
+            let now = StageConfig::from_text(&text)?;
+            let stats = Stats::new(&now.job, &now.rules, &now.pools, &seg.segment().totals());
             write_stats(out, &stats)?;
         }
+        drop(attached);
         Ok(code)
+    }
+
+    /// What the local controller is told of this launcher.
+    fn attach_request(&self, config: &StageConfig) -> AttachRequest {
+        let env = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok());
+        AttachRequest {
+            job: config.job.clone(),
+            user: config.user.clone().unwrap_or_default(),
+            nodes: env(&["SLURM_JOB_NUM_NODES", "SLURM_NNODES"])
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            task: env(&["SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"]).unwrap_or_default(),
+            rules: config.rules.iter().map(|s| s.rule.to_string()).collect(),
+            mounts: config.mounts.clone(),
+            fs_types: config.fs_types.clone(),
+            uid: identity::real_uid(),
+        }
     }
 
     /// Everything the stage needs, checked before anything runs.

@@ -12,9 +12,23 @@
 //! - [`cluster`]: the global's computation, pure: registry of jobs and nodes, one round
 //!   per pool, each job's allocation split among its nodes, only changes pushed.
 //! - [`config`]: pools, admin rules and job settings; validation and persistence.
+//! - [`coordinator`]: the configuration and the computation it drives, changed by admins.
+//! - [`global`]: the global controller's streams and cycle.
+//! - [`local`]: the local controller: attached jobs, their segments, observation.
+//! - [`admin`]: the Admin service, and who may change things.
+//! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
+//! - [`segment_file`]: a job's segment as a file, changed live.
+//! - [`identity`]: users and groups from the system's database.
 
+pub mod admin;
 pub mod cluster;
 pub mod config;
+pub mod coordinator;
+pub mod daemon;
+pub mod global;
+pub mod identity;
+pub mod local;
+pub mod segment_file;
 pub mod transport;
 
 /// The generated protocol types and services (package `sluice.v1`).

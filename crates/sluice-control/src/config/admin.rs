@@ -178,6 +178,28 @@ impl ControlConfig {
         Ok(())
     }
 
+    /// Clears `job`'s limit and/or weight in `pool` (`None`: every pool); an entry left
+    /// with neither is removed.
+    pub fn job_clear(&mut self, job: &str, pool: Option<&str>, limit: bool, weight: bool) {
+        let Some(at) = self
+            .jobs
+            .iter()
+            .position(|spec| spec.job == job && spec.pool.as_deref() == pool)
+        else {
+            return;
+        };
+        let spec = &mut self.jobs[at];
+        if limit {
+            spec.limit = None;
+        }
+        if weight {
+            spec.weight = None;
+        }
+        if spec.limit.is_none() && spec.weight.is_none() {
+            self.jobs.remove(at);
+        }
+    }
+
     fn rule_index(&self, name: &str) -> Option<usize> {
         self.rules
             .iter()

@@ -39,7 +39,7 @@ mod admin;
 mod duration;
 mod file;
 mod job;
-mod persist;
+pub(crate) mod persist;
 mod pool;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ const NEW_FILE_MODE: u32 = 0o600;
 /// the rename stays on one file system), synced before the rename and followed by a sync
 /// of the directory (so that the rename itself survives a crash). An existing file's
 /// permission bits carry over.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -1,0 +1,162 @@
+//! `sluice local` and `sluice global`: the two daemons of the control plane.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sluice_control::config::parse_duration;
+use sluice_control::daemon::{GlobalOptions, LocalOptions, run_global, run_local};
+use sluice_control::segment_file::SHM_DIR;
+use sluice_control::transport::{ConnectOptions, Endpoint, read_token_file};
+
+use crate::Usage;
+use crate::client::local_socket;
+
+fn interval(text: Option<&String>) -> Result<Option<Duration>> {
+    text.map(|t| parse_duration(t).map_err(|e| Usage(format!("--interval: {e}")).into()))
+        .transpose()
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG_LEVEL")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Run the local controller of this node.
+///
+/// It attaches jobs for their launchers (`sluice run`, the Slurm plugin) on its UNIX
+/// socket, owns their segments, observes them every interval, and writes into them the
+/// rates its global controller sends. Without --global it divides the pools of its own
+/// --config among the node's jobs (single-node mode).
+///
+/// Example: sluice local --global http://head:7401 --state-dir /var/lib/sluice
+#[derive(clap::Args, Debug)]
+pub struct LocalArgs {
+    /// The socket launchers and admin commands reach (default $SLUICE_SOCKET, else
+    /// /run/sluice/local.sock).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Where job records are kept, so that a restarted local adopts its jobs.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/sluice")]
+    state_dir: PathBuf,
+    /// The global controller (http://HOST:PORT or https://HOST:PORT); absent: single-node.
+    #[arg(long, value_name = "URL")]
+    global: Option<String>,
+    /// Configuration (TOML): pools, rules and settings in single-node mode; the [admin]
+    /// table in both modes.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
+    #[arg(long, value_name = "DUR")]
+    interval: Option<String>,
+    /// The JSON API (single-node mode), e.g. 127.0.0.1:7402.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// This node's name (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
+    /// Where segments are created (a tmpfs).
+    #[arg(long, value_name = "DIR", default_value = SHM_DIR)]
+    shm_dir: PathBuf,
+    /// A file holding the bearer token to present to the global.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// PEM file of the CA that signed the global's certificate (https://).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+}
+
+impl LocalArgs {
+    /// Runs until SIGTERM or SIGINT.
+    pub fn run(&self) -> Result<i32> {
+        let global = self
+            .global
+            .as_ref()
+            .map(|g| {
+                g.parse::<Endpoint>()
+                    .map_err(|e| Usage(format!("--global: {e}")))
+            })
+            .transpose()?;
+        let token = match &self.token_file {
+            Some(p) => Some(read_token_file(p)?),
+            None => None,
+        };
+        let options = LocalOptions {
+            socket: local_socket(self.socket.as_ref()),
+            state_dir: self.state_dir.clone(),
+            shm_dir: self.shm_dir.clone(),
+            node: self.node.clone().unwrap_or_else(hostname),
+            global,
+            connect: ConnectOptions {
+                connect_timeout: Duration::from_secs(5),
+                token,
+                ca_file: self.ca.clone(),
+            },
+            config: self.config.clone(),
+            interval: interval(self.interval.as_ref())?,
+            http: self.http,
+        };
+        runtime()?.block_on(run_local(options))?;
+        Ok(0)
+    }
+}
+
+/// Run the global controller of the cluster.
+///
+/// It holds the pools, the administrator's rules and the job settings (--config, written
+/// back on every change), hears every local controller on one gRPC stream each, and
+/// every interval divides each pool's capacity among the running jobs.
+///
+/// Example: sluice global --listen 0.0.0.0:7401 --http 127.0.0.1:7402 --config /etc/sluice/global.toml
+#[derive(clap::Args, Debug)]
+pub struct GlobalArgs {
+    /// The gRPC address for locals and admin commands, e.g. 0.0.0.0:7401.
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// The JSON API (and later metrics and the dashboard), e.g. 127.0.0.1:7402.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Configuration (TOML); admin changes are written back to it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
+    #[arg(long, value_name = "DUR")]
+    interval: Option<String>,
+}
+
+impl GlobalArgs {
+    /// Runs until SIGTERM or SIGINT.
+    pub fn run(&self) -> Result<i32> {
+        let options = GlobalOptions {
+            listen: self.listen,
+            http: self.http,
+            config: self.config.clone(),
+            interval: interval(self.interval.as_ref())?,
+        };
+        runtime()?.block_on(run_global(options))?;
+        Ok(0)
+    }
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for its length; gethostname NUL-terminates within it.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    if r != 0 || end == 0 {
+        return "localhost".to_owned();
+    }
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

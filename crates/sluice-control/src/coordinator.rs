@@ -1,0 +1,218 @@
+//! The state a global controller holds, and a local one in single-node mode: the
+//! configuration (pools, admin rules, job settings) with its file, and the [`Cluster`]
+//! computation it drives. Every admin change is checked whole, applied to the running
+//! computation and written back to the file atomically before it is acknowledged, so a
+//! restart loses nothing an administrator set.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use sluice_policy::ParamValue;
+use sluice_policy::registry::INTERVAL_S;
+
+use crate::cluster::{Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView};
+use crate::config::{AdminError, AdminErrorKind, ControlConfig};
+use crate::proto;
+
+/// The configuration and the computation it drives.
+pub struct Coordinator {
+    config: ControlConfig,
+    /// Where changes are written back; `None` keeps them in memory only.
+    path: Option<PathBuf>,
+    cluster: Cluster,
+    /// Bumped on every change of pools or rules, so that sessions know to resend them.
+    policy_version: u64,
+    /// The settings last given to the cluster, to clear the ones removed.
+    settings: Vec<(String, Option<String>)>,
+}
+
+/// Why an admin change or a reload was refused; nothing changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    /// The change itself is wrong (bad input, or names nothing).
+    #[error("{0}")]
+    Admin(#[from] AdminError),
+    /// The configuration could not be read or written.
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// The computation refused it (an algorithm's parameters, say).
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+}
+
+impl ChangeError {
+    /// Whether the change named something that does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ChangeError::Admin(e) if e.kind == AdminErrorKind::NotFound)
+    }
+
+    /// Whether the fault is in the request rather than in the controller.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(
+            self,
+            ChangeError::Config(crate::config::ConfigError::Write { .. })
+        )
+    }
+}
+
+impl Coordinator {
+    /// A coordinator running `config`; changes are saved to `path` when given.
+    pub fn new(config: ControlConfig, path: Option<PathBuf>) -> Result<Self, ChangeError> {
+        let mut c = Coordinator {
+            config: ControlConfig::default(),
+            path,
+            cluster: Cluster::new(Default::default())?,
+            policy_version: 0,
+            settings: Vec::new(),
+        };
+        c.install(config)?;
+        Ok(c)
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ControlConfig {
+        &self.config
+    }
+
+    /// The computation, for reports and views.
+    pub fn cluster(&mut self) -> &mut Cluster {
+        &mut self.cluster
+    }
+
+    /// Bumped on every change of pools or rules.
+    pub fn policy_version(&self) -> u64 {
+        self.policy_version
+    }
+
+    /// Pools and rules as local controllers receive them.
+    pub fn policy(&self) -> proto::Policy {
+        proto::Policy {
+            pools: self
+                .config
+                .pools
+                .iter()
+                .map(|p| p.rule().to_string())
+                .collect(),
+            rules: self.config.rules.iter().map(|r| r.to_string()).collect(),
+            interval_s: self.config.interval.as_secs_f64(),
+        }
+    }
+
+    /// Reads the configuration file again (SIGHUP); on error the one in force stays.
+    pub fn reload(&mut self) -> Result<(), ChangeError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let config = ControlConfig::load(&path)?;
+        self.install(config)
+    }
+
+    /// Applies an admin change: checked on a copy, given to the computation, saved, and
+    /// only then in force.
+    pub fn change(
+        &mut self,
+        edit: impl FnOnce(&mut ControlConfig) -> Result<(), AdminError>,
+    ) -> Result<(), ChangeError> {
+        let mut next = self.config.clone();
+        edit(&mut next)?;
+        if let Some(path) = &self.path {
+            next.save(path)?;
+        }
+        self.install(next)
+    }
+
+    /// Makes `config` the one in force: pools and settings into the computation.
+    fn install(&mut self, config: ControlConfig) -> Result<(), ChangeError> {
+        let interval_s = config.interval.as_secs_f64();
+        let plans = config
+            .pools
+            .iter()
+            .map(|p| {
+                let mut params = p.policy_params();
+                params.set(INTERVAL_S.name, ParamValue::Number(interval_s));
+                PoolPlan {
+                    name: p.name.clone(),
+                    capacity: p.capacity.per_sec as f64,
+                    algorithm: p.algorithm.clone(),
+                    params,
+                    min_share: p.min_share,
+                }
+            })
+            .collect();
+        self.cluster.set_pools(plans)?;
+        for (job, pool) in std::mem::take(&mut self.settings) {
+            self.cluster
+                .set_job(&job, pool.as_deref(), JobSetting::default())?;
+        }
+        for spec in &config.jobs {
+            let setting = JobSetting {
+                limit: spec.limit.map(|l| l.per_sec as f64),
+                weight: spec.weight,
+            };
+            self.cluster
+                .set_job(&spec.job, spec.pool.as_deref(), setting)?;
+            self.settings.push((spec.job.clone(), spec.pool.clone()));
+        }
+        if config.pools != self.config.pools
+            || config.rules != self.config.rules
+            || config.interval != self.config.interval
+        {
+            self.policy_version += 1;
+        }
+        self.config = config;
+        Ok(())
+    }
+
+    /// One control cycle: the rates to push, per node.
+    pub fn compute(&mut self, cycle: u64) -> Result<Vec<NodeRates>, ClusterError> {
+        let interval_s = self.config.interval.as_secs_f64();
+        self.cluster.compute(cycle, interval_s)
+    }
+
+    /// Jobs as `sluice jobs` shows them.
+    pub fn jobs(&self) -> Vec<JobView> {
+        self.cluster.jobs()
+    }
+
+    /// Pools as `sluice pool list` shows them.
+    pub fn pools(&self) -> Vec<PoolView> {
+        self.cluster.pools()
+    }
+
+    /// The pools of the configuration by name, with their views.
+    pub fn pool_infos(&self) -> Vec<proto::PoolInfo> {
+        let views: BTreeMap<String, PoolView> = self
+            .pools()
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect();
+        self.config
+            .pools
+            .iter()
+            .map(|p| {
+                let view = views.get(&p.name);
+                proto::PoolInfo {
+                    name: p.name.clone(),
+                    filter: p.filter.clone(),
+                    capacity: p.capacity.to_string(),
+                    algorithm: p.algorithm.clone(),
+                    params: p
+                        .params
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", param_text(v)))
+                        .collect(),
+                    allocated: view.map_or(0.0, |v| v.allocated),
+                    used: view.map_or(0.0, |v| v.used),
+                    jobs: view.map_or(0, |v| v.jobs as u32),
+                }
+            })
+            .collect()
+    }
+}
+
+fn param_text(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Number(n) => n.to_string(),
+        ParamValue::Bool(b) => b.to_string(),
+    }
+}

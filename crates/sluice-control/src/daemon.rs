@@ -1,0 +1,359 @@
+//! `sluice local` and `sluice global` as running daemons: their sockets and ports, their
+//! timers, and their signals (SIGHUP reloads the configuration, SIGTERM and SIGINT stop
+//! the daemon; the jobs it controls keep their last rates).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::Server;
+
+use crate::admin::{AdminService, Auth, ForwardAdmin, Hooks};
+use crate::config::ControlConfig;
+use crate::coordinator::Coordinator;
+use crate::global::{ControlService, Global, cycle_at, run_deadlines};
+use crate::local::{Local, NodeService, Policy, Shared, report_message, run_uplink};
+use crate::proto::admin_server::AdminServer;
+use crate::proto::control_server::ControlServer;
+use crate::proto::node_server::NodeServer;
+use crate::proto::{LocalMessage, StatusReply, local_message};
+use crate::transport::{ConnectOptions, Endpoint, bind_unix, read_token_file, server_tls};
+
+/// Largest message either side accepts: reports of a node's jobs are small; anything
+/// this large is an error or an attack.
+const MAX_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// How a local controller runs.
+#[derive(Clone, Debug)]
+pub struct LocalOptions {
+    /// The UNIX socket launchers and admin commands reach.
+    pub socket: PathBuf,
+    /// Where job records are kept across restarts.
+    pub state_dir: PathBuf,
+    /// Where segments are created (a tmpfs).
+    pub shm_dir: PathBuf,
+    /// This node's name.
+    pub node: String,
+    /// The global controller; `None` for single-node mode.
+    pub global: Option<Endpoint>,
+    /// How to reach the global.
+    pub connect: ConnectOptions,
+    /// Pools, rules and settings (single-node mode), or the admin table (both modes).
+    pub config: Option<PathBuf>,
+    /// Overrides the configuration's interval.
+    pub interval: Option<Duration>,
+    /// The JSON API's address.
+    pub http: Option<SocketAddr>,
+}
+
+/// How a global controller runs.
+#[derive(Clone, Debug)]
+pub struct GlobalOptions {
+    /// The gRPC port for locals and admin commands.
+    pub listen: SocketAddr,
+    /// The JSON API's address.
+    pub http: Option<SocketAddr>,
+    /// Pools, rules, settings, admin table.
+    pub config: Option<PathBuf>,
+    /// Overrides the configuration's interval.
+    pub interval: Option<Duration>,
+}
+
+/// Reads `path` (or the defaults) and applies `interval`.
+fn load_config(path: Option<&PathBuf>, interval: Option<Duration>) -> Result<ControlConfig> {
+    let mut config = match path {
+        Some(p) if p.exists() => ControlConfig::load(p)?,
+        _ => ControlConfig::default(),
+    };
+    if let Some(i) = interval {
+        config.interval = i;
+    }
+    Ok(config)
+}
+
+fn auth_of(config: &ControlConfig) -> Result<Auth> {
+    let token = match &config.admin.token_file {
+        Some(p) => Some(read_token_file(p)?),
+        None => None,
+    };
+    Ok(Auth {
+        group: config.admin.group.clone(),
+        token,
+    })
+}
+
+/// Resolves when the daemon is asked to stop.
+async fn stopped() {
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// Median and last of recent cycle durations.
+fn cycle_figures(times: &[f64]) -> (f64, f64) {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    (median, times.last().copied().unwrap_or(0.0))
+}
+
+/// A single-node local's hooks: a change goes straight into its jobs' segments.
+struct LocalHooks {
+    local: Shared,
+    coordinator: Arc<Mutex<Coordinator>>,
+    cycle_us: Arc<Mutex<Vec<f64>>>,
+}
+
+impl Hooks for LocalHooks {
+    fn changed(&self) {
+        let policy = self.coordinator.lock().expect("coordinator").policy();
+        match Policy::from_proto(&policy) {
+            Ok(p) => self.local.lock().expect("local").apply_policy(p),
+            Err(e) => tracing::error!("policy not applied: {e:#}"),
+        }
+    }
+
+    fn status(&self) -> StatusReply {
+        let (pools, rules, interval_s) = {
+            let c = self.coordinator.lock().expect("coordinator");
+            let config = c.config();
+            (
+                config.pools.len(),
+                config.rules.len(),
+                config.interval.as_secs_f64(),
+            )
+        };
+        let l = self.local.lock().expect("local");
+        let (median, last) = cycle_figures(&self.cycle_us.lock().expect("times"));
+        StatusReply {
+            role: "local".into(),
+            single_node: true,
+            locals: 1,
+            jobs: l.jobs.len() as u32,
+            pools: pools as u32,
+            rules: rules as u32,
+            interval_s,
+            cycle: l.cycle,
+            global_connected: false,
+            cycle_us_median: median,
+            cycle_us_last: last,
+        }
+    }
+}
+
+/// Runs a local controller until SIGTERM or SIGINT.
+pub async fn run_local(o: LocalOptions) -> Result<()> {
+    let config = load_config(o.config.as_ref(), o.interval)?;
+    let auth = auth_of(&config)?;
+    let interval = config.interval;
+    let coordinator = match o.global {
+        None => Some(Arc::new(Mutex::new(Coordinator::new(
+            config,
+            o.config.clone(),
+        )?))),
+        Some(_) => None,
+    };
+    let local = Local::new(
+        o.node.clone(),
+        o.state_dir.clone(),
+        o.shm_dir.clone(),
+        coordinator.clone(),
+        interval,
+    )?;
+    let local: Shared = Arc::new(Mutex::new(local));
+    // Every user's launcher attaches through it; what each may do is decided on its
+    // credentials.
+    let incoming = bind_unix(&o.socket, 0o666).await?;
+    let cycle_us = Arc::new(Mutex::new(Vec::new()));
+    let node =
+        NodeServer::new(NodeService::new(local.clone())).max_decoding_message_size(MAX_MESSAGE);
+    let router = Server::builder().add_service(node);
+    let router = match (&coordinator, &o.global) {
+        (Some(c), _) => {
+            let hooks = LocalHooks {
+                local: local.clone(),
+                coordinator: c.clone(),
+                cycle_us: cycle_us.clone(),
+            };
+            router.add_service(AdminServer::new(AdminService::new(c.clone(), hooks, auth)))
+        }
+        (None, Some(global)) => router.add_service(AdminServer::new(ForwardAdmin {
+            global: global.clone(),
+            options: o.connect.clone(),
+            auth,
+        })),
+        (None, None) => unreachable!("a local is single-node or has a global"),
+    };
+    if let Some(global) = o.global.clone() {
+        tokio::spawn(run_uplink(local.clone(), global, o.connect.clone()));
+    }
+    tokio::spawn(local_ticks(local.clone(), cycle_us));
+    tokio::spawn(reload_on_hup(coordinator.clone(), {
+        let local = local.clone();
+        move |policy| local.lock().expect("local").apply_policy(policy)
+    }));
+    tracing::info!(socket = %o.socket.display(), node = %o.node, "local controller ready");
+    router
+        .serve_with_incoming_shutdown(incoming, stopped())
+        .await
+        .context("local controller")?;
+    let _ = std::fs::remove_file(&o.socket);
+    Ok(())
+}
+
+/// SIGHUP: the configuration file is read again; on error the one in force stays.
+async fn reload_on_hup(
+    coordinator: Option<Arc<Mutex<Coordinator>>>,
+    apply: impl Fn(Policy) + Send + 'static,
+) {
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    while hup.recv().await.is_some() {
+        let Some(c) = &coordinator else { continue };
+        // The coordinator is not held while the policy is applied: the local's cycle
+        // takes the two locks in the other order.
+        let reloaded = {
+            let mut c = c.lock().expect("coordinator");
+            c.reload().map(|()| c.policy())
+        };
+        match reloaded
+            .map_err(anyhow::Error::from)
+            .and_then(|p| Policy::from_proto(&p))
+        {
+            Ok(p) => {
+                tracing::info!("configuration reloaded");
+                apply(p);
+            }
+            Err(e) => tracing::error!("configuration not reloaded: {e:#}"),
+        }
+    }
+}
+
+/// The local's cycle: at each boundary of the wall clock, observe every job, then
+/// compute (single-node) or report up (cluster).
+async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>) {
+    loop {
+        let interval = local.lock().expect("local").interval;
+        let (_, until) = cycle_at(interval);
+        tokio::time::sleep(until).await;
+        let start = Instant::now();
+        let (cycle, _) = cycle_at(interval);
+        let mut l = local.lock().expect("local");
+        let observed = l.observe(cycle);
+        if let Some(c) = l.coordinator.clone() {
+            let rates = {
+                let mut c = c.lock().expect("coordinator");
+                let node = l.node.clone();
+                c.cluster()
+                    .report(&node, cycle, true, observed.jobs, observed.ended);
+                c.compute(cycle)
+            };
+            match rates {
+                Ok(rates) => {
+                    let node = l.node.clone();
+                    for r in rates.iter().filter(|r| r.node == node) {
+                        l.apply_rates(r.jobs.iter().map(|(j, p)| (j, p)));
+                    }
+                }
+                Err(e) => tracing::error!("cycle {cycle}: {e}"),
+            }
+            let mut times = cycle_us.lock().expect("times");
+            if times.len() >= 256 {
+                times.remove(0);
+            }
+            times.push(start.elapsed().as_secs_f64() * 1e6);
+        } else if let Some(tx) = l.uplink.clone() {
+            let full = std::mem::take(&mut l.full_next);
+            let report = report_message(cycle, interval.as_secs_f64(), full, observed);
+            let message = LocalMessage {
+                body: Some(local_message::Body::Report(report)),
+            };
+            if tx.try_send(message).is_err() {
+                l.full_next = true;
+            }
+        }
+    }
+}
+
+/// The global's hooks: a change goes to every local.
+struct GlobalHooks(Arc<Global>);
+
+impl Hooks for GlobalHooks {
+    fn changed(&self) {
+        self.0.broadcast_policy();
+    }
+
+    fn status(&self) -> StatusReply {
+        let g = &self.0;
+        let (pools, rules, interval_s, jobs) = {
+            let c = g.coordinator.lock().expect("coordinator");
+            let config = c.config();
+            (
+                config.pools.len(),
+                config.rules.len(),
+                config.interval.as_secs_f64(),
+                c.jobs().len(),
+            )
+        };
+        let (median, last) = cycle_figures(&g.cycle_us.lock().expect("times"));
+        StatusReply {
+            role: "global".into(),
+            single_node: false,
+            locals: g.locals() as u32,
+            jobs: jobs as u32,
+            pools: pools as u32,
+            rules: rules as u32,
+            interval_s,
+            cycle: g.computed(),
+            global_connected: false,
+            cycle_us_median: median,
+            cycle_us_last: last,
+        }
+    }
+}
+
+/// Runs a global controller until SIGTERM or SIGINT.
+pub async fn run_global(o: GlobalOptions) -> Result<()> {
+    let config = load_config(o.config.as_ref(), o.interval)?;
+    let auth = auth_of(&config)?;
+    let tls = match (&config.admin.tls_cert, &config.admin.tls_key) {
+        (Some(cert), Some(key)) => Some(server_tls(cert, key)?),
+        _ => None,
+    };
+    let global = Global::new(Coordinator::new(config, o.config.clone())?);
+    let listener = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", o.listen))?;
+    let addr = listener.local_addr()?;
+    let mut server = Server::builder();
+    if let Some(tls) = tls {
+        server = server.tls_config(tls)?;
+    }
+    let control =
+        ControlServer::new(ControlService(global.clone())).max_decoding_message_size(MAX_MESSAGE);
+    let admin = AdminServer::new(AdminService::new(
+        global.coordinator.clone(),
+        GlobalHooks(global.clone()),
+        auth,
+    ));
+    tokio::spawn(run_deadlines(global.clone()));
+    tokio::spawn(reload_on_hup(Some(global.coordinator.clone()), {
+        let global = global.clone();
+        move |_| global.broadcast_policy()
+    }));
+    tracing::info!(%addr, "global controller ready");
+    server
+        .add_service(control)
+        .add_service(admin)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped())
+        .await
+        .context("global controller")?;
+    Ok(())
+}

@@ -1,0 +1,340 @@
+//! One job on this node: its segment, the rules and pools written into it (each in a slot
+//! that stays its own while it lives, so its counters survive other changes), its
+//! launchers, and what it was last observed doing.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+use sluice_core::bucket::Limit;
+use sluice_core::config::{Slotted, StageConfig};
+use sluice_core::observe::{Snapshot, Watched};
+use sluice_core::rule::{Rule, Unit, parse_rule};
+use sluice_core::segment::{MAX_POOLS, MAX_RULES};
+
+use crate::cluster::ChannelObs;
+use crate::segment_file::{SegmentFile, monotonic_ns, rule_limit};
+
+/// What a job's record in the state directory holds: enough to adopt its segment after a
+/// restart of the local controller.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The resource manager's job id.
+    pub job: String,
+    /// Who the job runs as.
+    pub uid: u32,
+    /// The group the segment belongs to.
+    pub gid: u32,
+    /// Its user's login name.
+    pub user: String,
+    /// Nodes it holds, as its launchers said (0 unknown).
+    pub nodes: u32,
+    /// The segment's path.
+    pub segment: PathBuf,
+    /// The launchers' own rules, in the rule language.
+    pub own_rules: Vec<String>,
+    /// Managed places and file-system types.
+    pub mounts: Vec<String>,
+    /// File-system types whose mounts are managed.
+    pub fs_types: Vec<String>,
+    /// Processes of the launchers attached (their connection is the live sign; after a
+    /// restart of the controller, these pids are).
+    pub launchers: Vec<u32>,
+    /// Slots in use: rules by their text, pools by name.
+    pub rule_slots: BTreeMap<String, u8>,
+    /// Pools by name.
+    pub pool_slots: BTreeMap<String, u8>,
+}
+
+/// The pools and admin rules a job's segment is built from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Policy {
+    /// Pools as rules: `NAME: FILTER rate=CAPACITY`.
+    pub pools: Vec<Rule>,
+    /// The administrator's rules, in order; tried before a launcher's own.
+    pub rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// Reads the protocol's policy; a rule that does not parse is an error.
+    pub fn from_proto(p: &crate::proto::Policy) -> Result<Policy> {
+        let parse = |texts: &[String]| -> Result<Vec<Rule>> {
+            texts
+                .iter()
+                .map(|t| parse_rule(t).map_err(|e| anyhow::anyhow!("policy rule '{t}': {e}")))
+                .collect()
+        };
+        Ok(Policy {
+            pools: parse(&p.pools)?,
+            rules: parse(&p.rules)?,
+        })
+    }
+}
+
+/// A job attached on this node.
+pub struct LocalJob {
+    /// What is kept in the state directory.
+    pub record: JobRecord,
+    /// The job's segment.
+    pub segment: SegmentFile,
+    /// Launchers connected now.
+    pub connected: u32,
+    /// The channels observed and the last snapshot of them.
+    watched: Vec<(Channel, Watched)>,
+    last: Option<Snapshot>,
+    /// The share of each pool last written, by pool name.
+    pub pool_rates: BTreeMap<String, f64>,
+}
+
+/// What a watched channel is, for reporting.
+#[derive(Clone, Debug, PartialEq)]
+enum Channel {
+    Rule(String),
+    Pool(String),
+}
+
+/// Rates last written to a pool's bucket when nothing was pushed yet: a small floor
+/// (the pool's default `min_share`) that lets the job start until the first cycle.
+const START_SHARE: f64 = 0.01;
+
+impl LocalJob {
+    /// Builds the configuration `record` and `policy` give, assigning slots to new rules
+    /// and pools (fresh slots first, so that a slot's counters are a rule's own).
+    pub fn stage_config(record: &mut JobRecord, policy: &Policy) -> Result<StageConfig> {
+        let own: Vec<Rule> = record
+            .own_rules
+            .iter()
+            .map(|t| parse_rule(t).map_err(|e| anyhow::anyhow!("rule '{t}': {e}")))
+            .collect::<Result<_>>()?;
+        let rules: Vec<Rule> = policy.rules.iter().cloned().chain(own).collect();
+        if rules.len() > MAX_RULES {
+            bail!(
+                "{} rules for one job; a segment holds {MAX_RULES}",
+                rules.len()
+            );
+        }
+        if policy.pools.len() > MAX_POOLS {
+            bail!("{} pools; a segment holds {MAX_POOLS}", policy.pools.len());
+        }
+        // A named rule keeps its slot (and its counters) through a change of its rate.
+        let rules = assign(&mut record.rule_slots, rules, rule_key, MAX_RULES);
+        let pools = assign(
+            &mut record.pool_slots,
+            policy.pools.clone(),
+            |r| r.name.clone().unwrap_or_default(),
+            MAX_POOLS,
+        );
+        Ok(StageConfig {
+            job: record.job.clone(),
+            user: Some(record.user.clone()).filter(|u| !u.is_empty()),
+            mounts: record.mounts.clone(),
+            fs_types: record.fs_types.clone(),
+            rules,
+            pools,
+        })
+    }
+
+    /// Creates the job's segment and its record.
+    pub fn create(mut record: JobRecord, policy: &Policy) -> Result<LocalJob> {
+        let config = Self::stage_config(&mut record, policy)?;
+        let start: Vec<(usize, Limit)> = config
+            .pools
+            .iter()
+            .map(|p| (p.slot as usize, start_limit(&p.rule)))
+            .collect();
+        let _ = std::fs::remove_file(&record.segment);
+        let segment = SegmentFile::create(
+            record.segment.clone(),
+            &config,
+            &start,
+            Some((record.uid, record.gid)),
+        )?;
+        Ok(Self::with(record, segment, &config))
+    }
+
+    /// Adopts the segment of a job recorded before a restart.
+    pub fn adopt(record: JobRecord) -> Result<LocalJob> {
+        let segment = SegmentFile::open(record.segment.clone())?;
+        let (text, _) = segment.segment().config()?;
+        let config = StageConfig::from_text(&text)?;
+        Ok(Self::with(record, segment, &config))
+    }
+
+    fn with(record: JobRecord, mut segment: SegmentFile, config: &StageConfig) -> LocalJob {
+        segment.remove_on_drop(false);
+        let mut job = LocalJob {
+            record,
+            segment,
+            connected: 0,
+            watched: Vec::new(),
+            last: None,
+            pool_rates: BTreeMap::new(),
+        };
+        job.watch(config);
+        job
+    }
+
+    fn watch(&mut self, config: &StageConfig) {
+        let rules = config.rules.iter().map(|s| {
+            let name = s.rule.name.clone().unwrap_or_else(|| s.rule.to_string());
+            (Channel::Rule(name), s.slot as usize, &s.rule)
+        });
+        let pools = config.pools.iter().map(|s| {
+            let name = s.rule.name.clone().unwrap_or_default();
+            (Channel::Pool(name), MAX_RULES + s.slot as usize, &s.rule)
+        });
+        self.watched = rules
+            .chain(pools)
+            .map(|(c, index, rule)| {
+                let bytes = rule.rate.unit == Unit::Bytes;
+                (c, Watched { index, bytes })
+            })
+            .collect();
+        self.last = None;
+    }
+
+    /// Puts a new policy in force: rewrites the configuration when it changed, sets the
+    /// rules' limits, and starts new pools at their floor.
+    pub fn apply_policy(&mut self, policy: &Policy) -> Result<()> {
+        let config = Self::stage_config(&mut self.record, policy)?;
+        let segment = self.segment.segment();
+        let text = config.to_text();
+        let changed = segment.config().map(|(t, _)| t != text).unwrap_or(true);
+        for s in &config.rules {
+            self.segment.set_limit(s.slot as usize, rule_limit(&s.rule));
+        }
+        for s in &config.pools {
+            let name = s.rule.name.clone().unwrap_or_default();
+            if !self.pool_rates.contains_key(&name) {
+                self.segment
+                    .set_limit(MAX_RULES + s.slot as usize, start_limit(&s.rule));
+            }
+        }
+        let names: Vec<String> = config
+            .pools
+            .iter()
+            .filter_map(|s| s.rule.name.clone())
+            .collect();
+        self.pool_rates.retain(|pool, _| names.contains(pool));
+        if changed {
+            segment.publish(&text)?;
+            self.watch(&config);
+        }
+        Ok(())
+    }
+
+    /// Writes this node's share of `pool` into the job's bucket for it.
+    pub fn set_pool_rate(&mut self, pool: &str, rate: f64) {
+        let Some(&slot) = self.record.pool_slots.get(pool) else {
+            return;
+        };
+        // A zero rate would hold every call: the floor of one call (or byte) per second
+        // keeps an application moving while the controller thinks again.
+        let per_sec = (rate.max(1.0)).round() as u64;
+        let limit = Limit::new(per_sec, (per_sec / 100).max(1));
+        self.segment.set_limit(MAX_RULES + slot as usize, limit);
+        self.pool_rates.insert(pool.to_owned(), rate);
+    }
+
+    /// What the job did since the last call, per pool and per rule, per second; `None`
+    /// the first time (nothing to compare with yet).
+    pub fn observe(
+        &mut self,
+    ) -> Option<(BTreeMap<String, ChannelObs>, BTreeMap<String, ChannelObs>)> {
+        let watched: Vec<Watched> = self.watched.iter().map(|(_, w)| *w).collect();
+        let now = Snapshot::take(self.segment.segment(), &watched, monotonic_ns());
+        let prev = self.last.replace(now);
+        let prev = prev?;
+        let now = self.last.as_ref()?;
+        let rates = now.rates_since(&prev, &watched);
+        let mut pools = BTreeMap::new();
+        let mut rules = BTreeMap::new();
+        for ((channel, _), r) in self.watched.iter().zip(rates) {
+            let obs = ChannelObs {
+                arrivals: r.arrivals,
+                admitted: r.admitted,
+                wait: r.wait,
+                waiting: r.waiting,
+                demand: r.demand,
+            };
+            match channel {
+                Channel::Pool(name) => pools.insert(name.clone(), obs),
+                Channel::Rule(name) => rules.insert(name.clone(), obs),
+            };
+        }
+        Some((pools, rules))
+    }
+}
+
+/// A rule's slot key: its name, else its text.
+fn rule_key(rule: &Rule) -> String {
+    rule.name.clone().unwrap_or_else(|| rule.to_string())
+}
+
+/// A pool's bucket before the first rate is pushed.
+fn start_limit(pool: &Rule) -> Limit {
+    let per_sec = ((pool.rate.per_sec as f64 * START_SHARE).round() as u64).max(1);
+    Limit::new(per_sec, (per_sec / 100).max(1))
+}
+
+/// Gives each item the slot its key had, else a slot never used by this job, else any
+/// free one; forgets the slots of keys no longer present.
+fn assign(
+    slots: &mut BTreeMap<String, u8>,
+    items: Vec<Rule>,
+    key: impl Fn(&Rule) -> String,
+    max: usize,
+) -> Vec<Slotted> {
+    let keys: Vec<String> = items.iter().map(&key).collect();
+    let highest = slots.values().copied().max().map_or(0, |s| s as usize + 1);
+    slots.retain(|k, _| keys.contains(k));
+    let mut taken = [false; MAX_RULES];
+    for &s in slots.values() {
+        taken[s as usize] = true;
+    }
+    let mut fresh = (highest..max).chain(0..highest);
+    items
+        .into_iter()
+        .zip(keys)
+        .map(|(rule, k)| {
+            let slot = *slots.entry(k).or_insert_with(|| {
+                let s = fresh.by_ref().find(|&s| !taken[s]).unwrap_or(0);
+                taken[s] = true;
+                s as u8
+            });
+            Slotted { slot, rule }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(texts: &[&str]) -> Vec<Rule> {
+        texts.iter().map(|t| parse_rule(t).unwrap()).collect()
+    }
+
+    /// A rule keeps its slot when others come and go, and a new rule takes a slot no
+    /// rule of the job used before, so its counters start from its own.
+    #[test]
+    fn slots_survive_changes() {
+        let mut slots = BTreeMap::new();
+        let key = rule_key;
+        let a = assign(
+            &mut slots,
+            rules(&["a: op=open rate=1/s", "b: op=getattr rate=2/s"]),
+            key,
+            64,
+        );
+        assert_eq!((a[0].slot, a[1].slot), (0, 1));
+        let b = assign(
+            &mut slots,
+            rules(&["c: op=mkdir rate=1/s", "b: op=getattr rate=2/s"]),
+            key,
+            64,
+        );
+        assert_eq!((b[0].slot, b[1].slot), (2, 1));
+    }
+}

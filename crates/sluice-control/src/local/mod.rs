@@ -1,0 +1,302 @@
+//! The local controller, one per compute node: it attaches jobs for their launchers and
+//! owns their segments, every interval observes each job's counters and reports them, and
+//! writes the rates it is given into the segments.
+//!
+//! With a global controller it reports up one gRPC stream and applies what comes down;
+//! without one (single-node mode) it runs the same computation itself, in process.
+//! Jobs and their segments are recorded in the state directory, so a restarted local
+//! adopts them and resumes control; meanwhile the applications run on at the rates last
+//! written, since the stage needs nothing but its segment.
+
+mod job;
+mod node;
+mod state_dir;
+mod uplink;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+
+pub use job::{JobRecord, LocalJob, Policy};
+pub use node::NodeService;
+pub use uplink::run_uplink;
+
+use crate::cluster::{ChannelObs, NodeJob};
+use crate::coordinator::Coordinator;
+use crate::proto;
+use crate::segment_file::file_safe;
+
+/// A local controller's state, shared by its socket's handlers and its loops.
+pub struct Local {
+    /// This node's name, as the global knows it.
+    pub node: String,
+    state_dir: PathBuf,
+    shm_dir: PathBuf,
+    /// Jobs by id.
+    pub jobs: BTreeMap<String, LocalJob>,
+    /// Jobs that ended since the last report.
+    ended: Vec<String>,
+    policy: Policy,
+    /// The single-node computation; `None` when a global controller decides.
+    pub coordinator: Option<Arc<Mutex<Coordinator>>>,
+    /// The stream up to the global, while connected.
+    pub uplink: Option<tokio::sync::mpsc::Sender<proto::LocalMessage>>,
+    /// Whether the next report must hold every job (after a (re)connect).
+    pub full_next: bool,
+    /// The control interval.
+    pub interval: Duration,
+    /// Cycle of the last report.
+    pub cycle: u64,
+    /// Cycle of the last rates received.
+    pub last_rates_cycle: u64,
+}
+
+/// A handle on the local controller's state.
+pub type Shared = Arc<Mutex<Local>>;
+
+/// One interval's report of the node: per job, per pool and per rule.
+pub struct Observed {
+    /// Per job, for the computation.
+    pub jobs: Vec<NodeJob>,
+    /// Per job, by rule name.
+    pub rules: BTreeMap<String, BTreeMap<String, ChannelObs>>,
+    /// Jobs gone since the last report.
+    pub ended: Vec<String>,
+}
+
+impl Local {
+    /// A local controller for `node`, adopting the jobs recorded in `state_dir`.
+    pub fn new(
+        node: String,
+        state_dir: PathBuf,
+        shm_dir: PathBuf,
+        coordinator: Option<Arc<Mutex<Coordinator>>>,
+        interval: Duration,
+    ) -> Result<Local> {
+        let mut local = Local {
+            node,
+            state_dir,
+            shm_dir,
+            jobs: BTreeMap::new(),
+            ended: Vec::new(),
+            policy: Policy::default(),
+            coordinator,
+            uplink: None,
+            full_next: true,
+            interval,
+            cycle: 0,
+            last_rates_cycle: 0,
+        };
+        if let Some(c) = &local.coordinator {
+            let policy = c.lock().expect("coordinator").policy();
+            local.policy = Policy::from_proto(&policy)?;
+        }
+        for record in state_dir::load(&local.state_dir)? {
+            let id = record.job.clone();
+            match LocalJob::adopt(record) {
+                Ok(mut job) => {
+                    if let Err(e) = job.apply_policy(&local.policy) {
+                        tracing::warn!(job = %id, "adopted job keeps its rules: {e:#}");
+                    }
+                    tracing::info!(job = %id, "adopted");
+                    local.jobs.insert(id, job);
+                }
+                Err(e) => {
+                    tracing::warn!(job = %id, "cannot adopt: {e:#}");
+                    state_dir::forget(&local.state_dir, &id);
+                }
+            }
+        }
+        Ok(local)
+    }
+
+    /// Attaches a launcher (process `pid`) of the job `request` describes, running as
+    /// `uid`/`gid`; returns the segment's path. A job already here is shared, but only
+    /// with launchers of the same user.
+    pub fn attach(
+        &mut self,
+        request: &proto::AttachRequest,
+        uid: u32,
+        gid: u32,
+        pid: u32,
+    ) -> std::result::Result<PathBuf, tonic::Status> {
+        if let Some(job) = self.jobs.get_mut(&request.job) {
+            if job.record.uid != uid {
+                return Err(tonic::Status::permission_denied(format!(
+                    "job {} runs as uid {} on this node, not uid {uid}",
+                    request.job, job.record.uid
+                )));
+            }
+            for rule in &request.rules {
+                if !job.record.own_rules.contains(rule) {
+                    job.record.own_rules.push(rule.clone());
+                }
+            }
+            job.record.launchers.push(pid);
+            job.record.nodes = job.record.nodes.max(request.nodes);
+            job.connected += 1;
+            job.apply_policy(&self.policy)
+                .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))?;
+            state_dir::save(&self.state_dir, &job.record);
+            return Ok(job.record.segment.clone());
+        }
+        let name = format!(
+            "sluice.{}.{}",
+            file_safe(&self.node),
+            file_safe(&request.job)
+        );
+        let record = JobRecord {
+            job: request.job.clone(),
+            uid,
+            gid,
+            user: request.user.clone(),
+            nodes: request.nodes,
+            segment: self.shm_dir.join(name),
+            own_rules: request.rules.clone(),
+            mounts: request.mounts.clone(),
+            fs_types: request.fs_types.clone(),
+            launchers: vec![pid],
+            ..JobRecord::default()
+        };
+        let mut job = LocalJob::create(record, &self.policy)
+            .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))?;
+        job.connected = 1;
+        state_dir::save(&self.state_dir, &job.record);
+        let path = job.record.segment.clone();
+        tracing::info!(job = %request.job, uid, "attached");
+        self.jobs.insert(request.job.clone(), job);
+        self.full_next = true;
+        Ok(path)
+    }
+
+    /// A launcher's connection closed.
+    pub fn detach(&mut self, job: &str, pid: u32) {
+        if let Some(j) = self.jobs.get_mut(job) {
+            j.connected = j.connected.saturating_sub(1);
+            if let Some(at) = j.record.launchers.iter().position(|&p| p == pid) {
+                j.record.launchers.remove(at);
+            }
+            state_dir::save(&self.state_dir, &j.record);
+        }
+    }
+
+    /// Ends the jobs whose launchers are all gone: their segments are removed (the
+    /// processes still mapping one keep it) and the next report says so.
+    fn reap(&mut self) {
+        let gone: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.connected == 0 && !j.record.launchers.iter().any(|&p| alive(p)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            if let Some(job) = self.jobs.remove(&id) {
+                let _ = std::fs::remove_file(&job.record.segment);
+                state_dir::forget(&self.state_dir, &id);
+                tracing::info!(job = %id, "ended");
+                self.ended.push(id);
+            }
+        }
+    }
+
+    /// Ends gone jobs and observes the others over the interval since the last call.
+    pub fn observe(&mut self, cycle: u64) -> Observed {
+        self.reap();
+        self.cycle = cycle;
+        let mut jobs = Vec::new();
+        let mut rules = BTreeMap::new();
+        for (id, job) in &mut self.jobs {
+            let (pools, job_rules) = job.observe().unwrap_or_default();
+            jobs.push(NodeJob {
+                job: id.clone(),
+                user: job.record.user.clone(),
+                nodes: job.record.nodes,
+                launchers: job.connected.max(job.record.launchers.len() as u32),
+                pools,
+            });
+            rules.insert(id.clone(), job_rules);
+        }
+        Observed {
+            jobs,
+            rules,
+            ended: std::mem::take(&mut self.ended),
+        }
+    }
+
+    /// Puts pools and admin rules in force on every job.
+    pub fn apply_policy(&mut self, policy: Policy) {
+        self.policy = policy;
+        for (id, job) in &mut self.jobs {
+            if let Err(e) = job.apply_policy(&self.policy) {
+                tracing::warn!(job = %id, "policy not applied: {e:#}");
+            }
+            state_dir::save(&self.state_dir, &job.record);
+        }
+    }
+
+    /// Writes the rates pushed for this node.
+    pub fn apply_rates<'a>(
+        &mut self,
+        rates: impl IntoIterator<Item = (&'a String, &'a BTreeMap<String, f64>)>,
+    ) {
+        for (id, pools) in rates {
+            if let Some(job) = self.jobs.get_mut(id) {
+                for (pool, rate) in pools {
+                    job.set_pool_rate(pool, *rate);
+                }
+            }
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+/// Whether process `pid` still exists.
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The report of one interval as the protocol carries it.
+pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> proto::Report {
+    let obs = |m: BTreeMap<String, ChannelObs>| {
+        m.into_iter()
+            .map(|(k, c)| {
+                let c = proto::ChannelObs {
+                    arrivals: c.arrivals,
+                    admitted: c.admitted,
+                    wait: c.wait,
+                    waiting: c.waiting,
+                    demand: c.demand,
+                };
+                (k, c)
+            })
+            .collect()
+    };
+    let mut rules = o.rules;
+    proto::Report {
+        cycle,
+        interval_s,
+        full,
+        jobs: o
+            .jobs
+            .into_iter()
+            .map(|j| proto::JobReport {
+                rules: obs(rules.remove(&j.job).unwrap_or_default()),
+                job: j.job,
+                user: j.user,
+                nodes: j.nodes,
+                launchers: j.launchers,
+                pools: obs(j.pools),
+            })
+            .collect(),
+        ended: o.ended,
+    }
+}

@@ -1,0 +1,59 @@
+//! The local controller's state directory: one JSON record per job it attached, written
+//! atomically on every change, read back when it starts so that it adopts its jobs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::JobRecord;
+use crate::config::persist::write_atomically;
+use crate::segment_file::file_safe;
+
+fn jobs_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("jobs")
+}
+
+fn record_path(state_dir: &Path, job: &str) -> PathBuf {
+    jobs_dir(state_dir).join(format!("{}.json", file_safe(job)))
+}
+
+/// Every record in `state_dir`; one that cannot be read is logged and skipped.
+pub fn load(state_dir: &Path) -> Result<Vec<JobRecord>> {
+    let dir = jobs_dir(state_dir);
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+    let mut records = Vec::new();
+    for entry in
+        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+    {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        match std::fs::read(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| Ok(serde_json::from_slice::<JobRecord>(&b)?))
+        {
+            Ok(record) => records.push(record),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "unreadable job record removed: {e:#}");
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// Writes `record`; a failure is logged (control goes on, only a restart would lose it).
+pub fn save(state_dir: &Path, record: &JobRecord) {
+    let path = record_path(state_dir, &record.job);
+    let text = serde_json::to_vec_pretty(record).expect("a record serializes");
+    if let Err(e) = write_atomically(&path, &text) {
+        tracing::warn!(path = %path.display(), "cannot save the job record: {e}");
+    }
+}
+
+/// Removes `job`'s record.
+pub fn forget(state_dir: &Path, job: &str) {
+    let _ = std::fs::remove_file(record_path(state_dir, job));
+}

@@ -1,0 +1,87 @@
+//! The local controller's stream to its global: connect, say hello, send a full report,
+//! apply what comes down; on any failure keep the last rates (fail-static) and reconnect
+//! with backoff.
+
+use std::time::Duration;
+
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::{Policy, Shared};
+use crate::proto::control_client::ControlClient;
+use crate::proto::{GlobalMessage, Hello, LocalMessage, global_message, local_message};
+use crate::transport::{ConnectOptions, Endpoint, connect};
+
+/// First and longest wait between two connection attempts.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// Keeps the local connected to `global` for as long as the process runs.
+pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions) {
+    let mut wait = BACKOFF.0;
+    loop {
+        match session(&local, &global, &options).await {
+            Ok(()) => tracing::warn!(%global, "global controller closed the stream"),
+            Err(e) => tracing::warn!(%global, "global controller unreachable: {e:#}"),
+        }
+        if let Ok(mut l) = local.lock() {
+            l.uplink = None;
+        }
+        // A little jitter, so that a thousand locals do not come back in one instant.
+        let jitter = Duration::from_micros(u64::from(std::process::id() % 97) * 1000);
+        tokio::time::sleep(wait + jitter).await;
+        wait = (wait * 2).min(BACKOFF.1);
+    }
+}
+
+async fn session(
+    local: &Shared,
+    global: &Endpoint,
+    options: &ConnectOptions,
+) -> anyhow::Result<()> {
+    let channel = connect(global, options).await?;
+    let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let node = local
+        .lock()
+        .map_err(|_| anyhow::anyhow!("state poisoned"))?
+        .node
+        .clone();
+    tx.send(LocalMessage {
+        body: Some(local_message::Body::Hello(Hello { node, version: 1 })),
+    })
+    .await?;
+    let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
+    {
+        let mut l = local
+            .lock()
+            .map_err(|_| anyhow::anyhow!("state poisoned"))?;
+        l.uplink = Some(tx);
+        l.full_next = true;
+    }
+    tracing::info!(%global, "connected to the global controller");
+    while let Some(message) = inbound.message().await? {
+        apply(local, message)?;
+    }
+    Ok(())
+}
+
+fn apply(local: &Shared, message: GlobalMessage) -> anyhow::Result<()> {
+    let mut l = local
+        .lock()
+        .map_err(|_| anyhow::anyhow!("state poisoned"))?;
+    match message.body {
+        Some(global_message::Body::Policy(p)) => {
+            let policy = Policy::from_proto(&p)?;
+            if p.interval_s.is_finite() && p.interval_s > 0.0 {
+                l.interval = Duration::from_secs_f64(p.interval_s);
+            }
+            l.apply_policy(policy);
+        }
+        Some(global_message::Body::Rates(r)) => {
+            let rates: Vec<_> = r.jobs.into_iter().map(|j| (j.job, j.pools)).collect();
+            l.apply_rates(rates.iter().map(|(j, p)| (j, p)));
+            l.last_rates_cycle = r.cycle;
+        }
+        None => anyhow::bail!("an empty message from the global controller"),
+    }
+    Ok(())
+}
