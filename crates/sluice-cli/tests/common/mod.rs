@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 
+pub mod daemons;
+
 use serde_json::Value;
 use tempfile::TempDir;
 

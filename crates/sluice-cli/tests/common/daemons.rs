@@ -1,0 +1,246 @@
+//! The control plane's daemons as the tests run them: real `sluice local` and `sluice
+//! global` processes on temp sockets and loopback ports (or inside network namespaces),
+//! killed when dropped, and the jobs attached to them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use super::{path_str, sluice_bin, stage_lib, tmp_dir};
+
+/// CLOCK_MONOTONIC, the clock the stage and the C programs record.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A daemon process, killed (SIGKILL) and reaped when dropped.
+pub struct Daemon {
+    /// The process.
+    pub child: Child,
+    /// Its stderr log.
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `sluice ARGS…`, optionally inside network namespace `netns`, logging to
+    /// `log`.
+    pub fn start(netns: Option<&str>, args: &[String], log: PathBuf) -> Daemon {
+        let mut c = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(sluice_bin());
+                c
+            }
+            None => Command::new(sluice_bin()),
+        };
+        let err = std::fs::File::create(&log).expect("daemon log");
+        let child = c
+            .args(args)
+            .env("SLUICE_STAGE", stage_lib())
+            .env("SLUICE_LOG_LEVEL", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("cannot start the daemon");
+        Daemon { child, log }
+    }
+
+    /// Sends `sig`.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill with a pid of ours.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Its log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL and reap it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A local controller on a socket of its own, with its state directory and config.
+pub struct Local {
+    /// The daemon.
+    pub daemon: Daemon,
+    /// Its socket.
+    pub socket: PathBuf,
+    /// Where its socket, state, config and log live.
+    pub dir: PathBuf,
+    args: Vec<String>,
+    netns: Option<String>,
+}
+
+impl Local {
+    /// `sluice local` in `dir` (created by the caller) with the config text `config` and
+    /// extra arguments; waits until it answers.
+    pub fn start(dir: &Path, config: &str, extra: &[&str], netns: Option<&str>) -> Local {
+        std::fs::write(dir.join("local.toml"), config).expect("config");
+        let socket = dir.join("local.sock");
+        let mut args = vec![
+            "local".to_owned(),
+            "--socket".to_owned(),
+            path_str(&socket),
+            "--state-dir".to_owned(),
+            path_str(&dir.join("state")),
+            "--config".to_owned(),
+            path_str(&dir.join("local.toml")),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut local = Local {
+            daemon: Daemon::start(netns, &args, dir.join("local.log")),
+            socket,
+            dir: dir.to_owned(),
+            args,
+            netns: netns.map(str::to_owned),
+        };
+        local.wait_ready();
+        local
+    }
+
+    fn wait_ready(&mut self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if self.admin(&["status"]).status.success() {
+                return;
+            }
+            if let Ok(Some(status)) = self.daemon.child.try_wait() {
+                panic!("sluice local exited ({status}): {}", self.daemon.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("sluice local never answered: {}", self.daemon.log_text());
+    }
+
+    /// Starts it again, same socket, state and config (after [`Daemon::kill9`]).
+    pub fn restart(&mut self) {
+        self.daemon.kill9();
+        self.daemon = Daemon::start(
+            self.netns.as_deref(),
+            &self.args,
+            self.dir.join("local.log2"),
+        );
+        self.wait_ready();
+    }
+
+    /// `sluice ARGS… --socket SOCKET`.
+    pub fn admin(&self, args: &[&str]) -> Output {
+        Command::new(sluice_bin())
+            .args(args)
+            .arg("--socket")
+            .arg(&self.socket)
+            .stdin(Stdio::null())
+            .output()
+            .expect("sluice admin command")
+    }
+
+    /// `sluice jobs --json`, parsed.
+    pub fn jobs(&self) -> Value {
+        let o = self.admin(&["jobs", "--json"]);
+        assert!(
+            o.status.success(),
+            "sluice jobs: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).expect("jobs JSON")
+    }
+
+    /// `sluice run --socket SOCKET --job JOB [extra…] -- CMD…`, started.
+    pub fn job(&self, job: &str, extra: &[&str], cmd: &[&str]) -> Child {
+        Command::new(sluice_bin())
+            .env("SLUICE_STAGE", stage_lib())
+            .args(["run", "--socket"])
+            .arg(&self.socket)
+            .args(["--job", job])
+            .args(extra)
+            .arg("--")
+            .args(cmd)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sluice run")
+    }
+}
+
+/// The share of `pool` that `sluice jobs --json` shows for `job`: (allocation, rate, demand).
+pub fn share(jobs: &Value, job: &str, pool: &str) -> Option<(f64, f64, f64)> {
+    let j = jobs["jobs"].as_array()?.iter().find(|j| j["job"] == job)?;
+    let s = &j["pools"][pool];
+    Some((
+        s["allocation"].as_f64()?,
+        s["rate"].as_f64()?,
+        s["demand"].as_f64()?,
+    ))
+}
+
+/// Waits up to `limit` for `cond`, polling every 50 ms.
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// The call times a `rate` program wrote into `dir` (files `ts.*`), sorted.
+pub fn call_times(dir: &Path) -> Vec<u64> {
+    let mut times = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("rate output dir") {
+        let p = entry.expect("entry").path();
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("ts."))
+        {
+            let text = std::fs::read_to_string(&p).expect("ts file");
+            times.extend(text.lines().filter_map(|l| l.parse::<u64>().ok()));
+        }
+    }
+    times.sort_unstable();
+    times
+}
+
+/// Calls per second within [from, to).
+pub fn rate_between(times: &[u64], from: u64, to: u64) -> f64 {
+    let n = times.iter().filter(|&&t| t >= from && t < to).count();
+    n as f64 / ((to - from) as f64 / 1e9)
+}
+
+/// The most calls within any one-second window.
+pub fn busiest_second(times: &[u64]) -> usize {
+    let mut end = 0;
+    let mut most = 0;
+    for (i, &t) in times.iter().enumerate() {
+        while end < times.len() && times[end] < t + 1_000_000_000 {
+            end += 1;
+        }
+        most = most.max(end - i);
+    }
+    most
+}
+
+/// A fresh directory for one test's daemons.
+pub fn daemon_dir() -> TempDir {
+    tmp_dir()
+}

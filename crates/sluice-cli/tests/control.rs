@@ -1,0 +1,230 @@
+//! The control plane on one node: a real `sluice local` in single-node mode, jobs attached
+//! by real `sluice run` launchers running real programs under the stage.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::daemons::{
+    Local, busiest_second, call_times, daemon_dir, monotonic_ns, rate_between, share, wait_for,
+};
+use common::{Scratch, c_prog, path_str, sluice_bin, tmp_dir};
+use serde_json::json;
+
+/// The tests of this file measure rates: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SEC: u64 = 1_000_000_000;
+
+fn pool_config(interval: &str, extra: &str) -> String {
+    format!(
+        "interval = \"{interval}\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"10k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n{extra}"
+    )
+}
+
+/// Two jobs under one pool of 10,000 getattr/s with psfa, one of them with a reservation
+/// of 3,000/s: together they never pass 10,000 + burst in any second, and each holds
+/// the rate `sluice alloc` computes from the observations `sluice jobs` shows.
+#[test]
+fn two_jobs_share_a_pool_as_psfa_computes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = pool_config(
+        "500ms",
+        "\n[[job]]\njob = \"A\"\npool = \"md\"\nlimit = \"3k/s\"\n",
+    );
+    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let (out_a, out_b) = (tmp_dir(), tmp_dir());
+    let start = monotonic_ns();
+    let ms = "9000";
+    let mut a = local.job(
+        "A",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out_a.path()), ms],
+    );
+    let mut b = local.job(
+        "B",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out_b.path()), ms],
+    );
+    // The observations of a steady interval, while both run.
+    std::thread::sleep(Duration::from_secs(5));
+    let jobs = local.jobs();
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+
+    let (ta, tb) = (call_times(out_a.path()), call_times(out_b.path()));
+    let mut all: Vec<u64> = ta.iter().chain(&tb).copied().collect();
+    all.sort_unstable();
+    let most = busiest_second(&all);
+    // The pool's bursts (1% of each share) and one call in flight per job.
+    assert!(
+        most <= 10_000 + 100 + 2,
+        "{most} calls in one second under a pool of 10k/s"
+    );
+
+    // What sluice alloc makes of the same observations.
+    let observation = |job: &str| {
+        let (_, rate, demand) = share(&jobs, job, "md").expect("job in the pool");
+        let limit = if job == "A" { 3000.0 } else { demand.max(rate) };
+        json!({"id": job, "limit": limit, "usage": rate, "arrivals": demand.max(rate), "weight": 1.0, "nodes": 1})
+    };
+    let input = json!({"algorithm": "psfa", "capacity": 10000.0, "params": {"interval_s": 0.5},
+        "intervals": [{"jobs": [observation("A"), observation("B")]}]});
+    let input_path = dir.path().join("alloc.json");
+    std::fs::write(&input_path, input.to_string()).unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["alloc", "--input"])
+        .arg(&input_path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let computed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The steady part: after the first cycles, before the end.
+    let (from, to) = (start + 3 * SEC, start + 8 * SEC);
+    for (job, times) in [("A", &ta), ("B", &tb)] {
+        let want = computed["intervals"][0]["rates"][job].as_f64().unwrap();
+        let got = rate_between(times, from, to);
+        eprintln!("job {job}: {got:.0} calls/s, sluice alloc says {want:.0}/s");
+        assert!(
+            (got - want).abs() <= want * 0.05,
+            "job {job}: {got:.0}/s vs {want:.0}/s ({jobs})"
+        );
+    }
+}
+
+/// `sluice rule change` on a running job: from the command's start to the job's calls at
+/// the new rate (the first ten calls within the new pace), measured on the clock the
+/// program records its calls with.
+#[test]
+fn a_rule_change_is_enforced_within_50ms() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"1s\"\n\n[[rule]]\nrule = \"cap: op=getattr rate=2/s\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let out = tmp_dir();
+    let mut job = local.job(
+        "R",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out.path()), "3000"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut latencies = Vec::new();
+    for (to, pace_ns) in [
+        ("rate=5000/s", 400_000),
+        ("rate=2/s", 0),
+        ("rate=5000/s", 400_000),
+    ] {
+        let issued = monotonic_ns();
+        let o = local.admin(&["rule", "change", "cap", to]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        if pace_ns > 0 {
+            latencies.push((issued, pace_ns));
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert!(job.wait().unwrap().success());
+    let times = call_times(out.path());
+    for (issued, pace) in latencies {
+        // The first call that starts a run of ten calls at the new pace.
+        let after: Vec<u64> = times.iter().copied().filter(|&t| t >= issued).collect();
+        let at = after
+            .windows(10)
+            .find(|w| w[9] - w[0] <= 9 * pace)
+            .map(|w| w[0])
+            .expect("the new rate was never reached");
+        let ms = (at - issued) as f64 / 1e6;
+        eprintln!("rule change enforced {ms:.1} ms after the command started");
+        assert!(ms <= 50.0, "rule change enforced after {ms:.1} ms");
+    }
+}
+
+/// A controller writing a new rate wakes a thread asleep on its reservation: it re-plans
+/// at once instead of sleeping out a reservation made at the old rate.
+#[test]
+fn a_rate_change_wakes_a_waiting_thread_within_10ms() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"1s\"\n\n[[rule]]\nrule = \"slow: op=getattr rate=1/s burst=1\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let out = tmp_dir();
+    let mut job = local.job(
+        "W",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out.path()), "2500"],
+    );
+    let segment = dir.path().join("state/jobs/W.json");
+    assert!(wait_for(Duration::from_secs(5), || segment.exists()));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&segment).unwrap()).unwrap();
+    let seg =
+        sluice_control::segment_file::SegmentFile::open(record["segment"].as_str().unwrap().into())
+            .unwrap();
+    let slot = record["rule_slots"]["slow"].as_u64().unwrap() as usize;
+    // A thread is now asleep for up to a second on its next reservation.
+    std::thread::sleep(Duration::from_millis(1300));
+    let written = monotonic_ns();
+    seg.set_limit(slot, sluice_core::bucket::Limit::new(100_000, 100));
+    assert!(job.wait().unwrap().success());
+    let times = call_times(out.path());
+    let first = times
+        .iter()
+        .copied()
+        .find(|&t| t >= written)
+        .expect("calls after the change");
+    let ms = (first - written) as f64 / 1e6;
+    eprintln!("first call {ms:.2} ms after the rate was written");
+    assert!(ms <= 10.0, "the waiting thread re-planned after {ms:.2} ms");
+}
+
+/// The demand a job would have without its limit: a closed-loop job whose calls each
+/// take about 200 µs of work, held to half its natural rate, is estimated within 10%.
+#[test]
+fn demand_of_a_job_held_to_half_its_rate_is_estimated_within_10_percent() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new();
+    let spin = c_prog("spin");
+    // Its natural rate, unthrottled, under the stage.
+    let natural = |secs: &str| -> f64 {
+        let o = Command::new(&spin)
+            .args([&s.file, secs, "200"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    let before = natural("2");
+    let dir = daemon_dir();
+    let cap = (before / 2.0).round();
+    let config = format!(
+        "interval = \"1s\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"{cap}/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n"
+    );
+    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let mut job = local.job("D", &["--mount", &s.file], &[&spin, &s.file, "6", "200"]);
+    let mut estimates = Vec::new();
+    std::thread::sleep(Duration::from_secs(3));
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1000));
+        let (_, rate, demand) = share(&local.jobs(), "D", "md").unwrap();
+        estimates.push((rate, demand));
+    }
+    assert!(job.wait().unwrap().success());
+    let after = natural("2");
+    let truth = (before + after) / 2.0;
+    let mut demands: Vec<f64> = estimates.iter().map(|e| e.1).collect();
+    demands.sort_by(f64::total_cmp);
+    let median = demands[1];
+    eprintln!("natural {before:.0}/{after:.0} calls/s; held at {cap}/s; estimates {estimates:?}");
+    assert!(
+        (median - truth).abs() <= 0.10 * truth,
+        "demand estimated {median:.0}/s, natural rate {truth:.0}/s"
+    );
+}
