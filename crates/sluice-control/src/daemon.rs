@@ -21,7 +21,9 @@ use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
-use crate::transport::{ConnectOptions, Endpoint, bind_unix, read_token_file, server_tls};
+use crate::transport::{
+    ConnectOptions, Endpoint, KEEPALIVE, bind_unix, read_token_file, server_tls,
+};
 
 /// Largest message either side accepts: reports of a node's jobs are small; anything
 /// this large is an error or an attack.
@@ -332,7 +334,9 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;
     let addr = listener.local_addr()?;
-    let mut server = Server::builder();
+    let mut server = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE))
+        .http2_keepalive_timeout(Some(KEEPALIVE));
     if let Some(tls) = tls {
         server = server.tls_config(tls)?;
     }

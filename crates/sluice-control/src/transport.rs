@@ -209,7 +209,11 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
         Endpoint::Tcp { tls, .. } => {
             let mut target = tonic::transport::Endpoint::from_shared(endpoint.to_string())
                 .with_context(|| format!("bad endpoint {endpoint}"))?
-                .connect_timeout(options.connect_timeout);
+                .connect_timeout(options.connect_timeout)
+                // A cut link shows as silence, not as an error: pings notice it.
+                .http2_keep_alive_interval(KEEPALIVE)
+                .keep_alive_timeout(KEEPALIVE)
+                .keep_alive_while_idle(true);
             match (tls, &options.ca_file) {
                 (true, Some(ca)) => target = target.tls_config(client_tls(ca)?)?,
                 (true, None) => {
@@ -227,6 +231,10 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
         }
     }
 }
+
+/// How often a TCP connection is pinged, and how long an unanswered ping may take before
+/// the connection counts as lost.
+pub const KEEPALIVE: Duration = Duration::from_secs(2);
 
 /// A client interceptor that adds `authorization: Bearer TOKEN` to every call, or nothing
 /// when built without a token; for generated clients' `with_interceptor`.

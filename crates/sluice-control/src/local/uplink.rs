@@ -11,13 +11,15 @@ use crate::proto::control_client::ControlClient;
 use crate::proto::{GlobalMessage, Hello, LocalMessage, global_message, local_message};
 use crate::transport::{ConnectOptions, Endpoint, connect};
 
-/// First and longest wait between two connection attempts.
-const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+/// First and longest wait between two connection attempts: a restarted global has every
+/// local back within about a second.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
 /// Keeps the local connected to `global` for as long as the process runs.
 pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions) {
     let mut wait = BACKOFF.0;
     loop {
+        let began = std::time::Instant::now();
         match session(&local, &global, &options).await {
             Ok(()) => tracing::warn!(%global, "global controller closed the stream"),
             Err(e) => tracing::warn!(%global, "global controller unreachable: {e:#}"),
@@ -28,7 +30,12 @@ pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions
         // A little jitter, so that a thousand locals do not come back in one instant.
         let jitter = Duration::from_micros(u64::from(std::process::id() % 97) * 1000);
         tokio::time::sleep(wait + jitter).await;
-        wait = (wait * 2).min(BACKOFF.1);
+        // A session that lasted was a connection: the next attempt starts quick again.
+        wait = if began.elapsed() > BACKOFF.1 * 2 {
+            BACKOFF.0
+        } else {
+            (wait * 2).min(BACKOFF.1)
+        };
     }
 }
 

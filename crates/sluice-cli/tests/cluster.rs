@@ -1,0 +1,290 @@
+//! The control plane over a network: network namespaces as nodes (ip netns + veth, the
+//! addresses only inside them, created and removed by the test), the global in one, a
+//! local in each of two others, jobs attached on both.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::daemons::{
+    Daemon, Local, busiest_second, call_times, daemon_dir, monotonic_ns, rate_between, share,
+    wait_for,
+};
+use common::{Scratch, c_prog, path_str, tmp_dir};
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SEC: u64 = 1_000_000_000;
+
+/// Three namespaces: `g` holds the global, `n1` and `n2` a local each, each node linked
+/// to `g` by a veth pair of its own. Removed when dropped.
+struct Net {
+    names: [String; 3],
+}
+
+impl Net {
+    fn new() -> Option<Net> {
+        let id = std::process::id() % 10_000;
+        let names = [format!("sl{id}g"), format!("sl{id}a"), format!("sl{id}b")];
+        let net = Net { names };
+        let [g, a, b] = &net.names;
+        for ns in &net.names {
+            if !ip(&["netns", "add", ns]) {
+                eprintln!("skipped: cannot create network namespaces here");
+                return None;
+            }
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        for (i, node) in [a, b].into_iter().enumerate() {
+            let (gv, nv) = (format!("{g}{i}"), format!("{node}v"));
+            assert!(ip(&[
+                "link", "add", &gv, "netns", g, "type", "veth", "peer", "name", &nv, "netns", node
+            ]));
+            assert!(ip(&[
+                "-n",
+                g,
+                "addr",
+                "add",
+                &format!("10.231.{i}.1/30"),
+                "dev",
+                &gv
+            ]));
+            assert!(ip(&[
+                "-n",
+                node,
+                "addr",
+                "add",
+                &format!("10.231.{i}.2/30"),
+                "dev",
+                &nv
+            ]));
+            assert!(ip(&["-n", g, "link", "set", &gv, "up"]));
+            assert!(ip(&["-n", node, "link", "set", &nv, "up"]));
+        }
+        Some(net)
+    }
+
+    fn global_ns(&self) -> &str {
+        &self.names[0]
+    }
+
+    fn node_ns(&self, i: usize) -> &str {
+        &self.names[1 + i]
+    }
+
+    /// Takes node `i`'s link down or up.
+    fn link(&self, i: usize, up: bool) {
+        let dev = format!("{}{i}", self.names[0]);
+        assert!(ip(&[
+            "-n",
+            self.global_ns(),
+            "link",
+            "set",
+            &dev,
+            if up { "up" } else { "down" }
+        ]));
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            ip(&["netns", "del", ns]);
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+const GLOBAL_CONFIG: &str = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
+    match = \"op=getattr\"\ncapacity = \"8k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n\n\
+    [[job]]\njob = \"B\"\npool = \"md\"\nlimit = \"2k/s\"\n";
+
+/// A global in its namespace and a local on each node.
+struct Cluster {
+    net: Net,
+    global: Daemon,
+    locals: Vec<Local>,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start() -> Option<Cluster> {
+        let net = Net::new()?;
+        let dir = daemon_dir();
+        std::fs::write(dir.path().join("global.toml"), GLOBAL_CONFIG).unwrap();
+        let global = start_global(&net, dir.path());
+        let mut locals = Vec::new();
+        for i in 0..2 {
+            let d = dir.path().join(format!("n{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let url = format!("http://10.231.{i}.1:7401");
+            let node = format!("node{i}");
+            let extra = ["--global", url.as_str(), "--node", node.as_str()];
+            locals.push(Local::start(&d, "", &extra, Some(net.node_ns(i))));
+        }
+        Some(Cluster {
+            net,
+            global,
+            locals,
+            dir,
+        })
+    }
+
+    /// `sluice jobs --json` asked of the global through node 0's local.
+    fn jobs(&self) -> Value {
+        self.locals[0].jobs()
+    }
+}
+
+fn start_global(net: &Net, dir: &std::path::Path) -> Daemon {
+    let args: Vec<String> = ["global", "--listen", "0.0.0.0:7401", "--config"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([path_str(&dir.join("global.toml"))])
+        .collect();
+    Daemon::start(
+        Some(net.global_ns()),
+        &args,
+        dir.join(format!("global.{}.log", monotonic_ns())),
+    )
+}
+
+/// Job A runs on both nodes, job B (reserved 2k/s) on node 0; the pool is 8k/s. A's
+/// combined rate holds its allocation within 3% and the pool is never exceeded.
+#[test]
+fn a_job_on_two_nodes_holds_its_allocation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(c) = Cluster::start() else { return };
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let outs = [tmp_dir(), tmp_dir(), tmp_dir()];
+    let start = monotonic_ns();
+    let run = |node: usize, job: &str, out: &tempfile::TempDir| {
+        c.locals[node].job(
+            job,
+            &["--mount", &s.file],
+            &[&rate, "one", &s.file, &path_str(out.path()), "8000"],
+        )
+    };
+    let mut jobs = [
+        run(0, "A", &outs[0]),
+        run(1, "A", &outs[1]),
+        run(0, "B", &outs[2]),
+    ];
+    std::thread::sleep(Duration::from_secs(5));
+    let view = c.jobs();
+    for j in &mut jobs {
+        assert!(j.wait().unwrap().success());
+    }
+    let (a0, a1, b) = (
+        call_times(outs[0].path()),
+        call_times(outs[1].path()),
+        call_times(outs[2].path()),
+    );
+    let mut a: Vec<u64> = a0.iter().chain(&a1).copied().collect();
+    a.sort_unstable();
+    let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
+    all.sort_unstable();
+    let most = busiest_second(&all);
+    assert!(
+        most <= 8_000 + 80 + 3,
+        "{most} calls in one second under a pool of 8k/s"
+    );
+    let (alloc_a, _, _) = share(&view, "A", "md").expect("A in the pool");
+    let nodes = view["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "A")
+        .unwrap()["nodes"]
+        .clone();
+    assert_eq!(
+        nodes.as_array().map(Vec::len),
+        Some(2),
+        "A on two nodes: {view}"
+    );
+    let got = rate_between(&a, start + 3 * SEC, start + 7 * SEC);
+    eprintln!(
+        "job A on two nodes: {got:.0} calls/s, allocation {alloc_a:.0}/s; busiest second {most}"
+    );
+    assert!(
+        (got - alloc_a).abs() <= alloc_a * 0.03,
+        "A: {got:.0}/s vs allocation {alloc_a:.0}/s"
+    );
+    assert!(
+        (alloc_a - 6000.0).abs() <= 60.0,
+        "A's allocation {alloc_a:.0}/s, expected 6000 (8k − B's 2k)"
+    );
+    drop(c);
+}
+
+/// kill -9 of the global: the locals keep the last rates; a restarted global has every
+/// job back, with its allocation, within two intervals. Then a node's link is cut: it
+/// keeps its rates, and has them again once the link is back.
+#[test]
+fn a_killed_global_or_a_cut_link_leaves_rates_in_force() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut c) = Cluster::start() else {
+        return;
+    };
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let out = tmp_dir();
+    let mut job = c.locals[1].job(
+        "A",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out.path()), "9000"],
+    );
+    assert!(wait_for(Duration::from_secs(5), || share(
+        &c.jobs(),
+        "A",
+        "md"
+    )
+    .is_some_and(|s| s.0 > 7000.0)));
+    // A steady second at the allocation, then the global dies.
+    std::thread::sleep(Duration::from_millis(1500));
+    c.global.kill9();
+    let killed = monotonic_ns();
+    std::thread::sleep(Duration::from_millis(1500));
+    let restarted = monotonic_ns();
+    c.global = start_global(&c.net, c.dir.path());
+    let back = wait_for(Duration::from_millis(1000), || {
+        let o = c.locals[0].admin(&["jobs", "--json"]);
+        o.status.success()
+            && serde_json::from_slice::<Value>(&o.stdout)
+                .ok()
+                .and_then(|v| share(&v, "A", "md"))
+                .is_some_and(|s| s.0 > 7000.0)
+    });
+    let back_ms = (monotonic_ns() - restarted) as f64 / 1e6;
+    assert!(
+        back,
+        "job A not back with its allocation {back_ms:.0} ms after the global restarted"
+    );
+    eprintln!("global restarted: job A back with its allocation after {back_ms:.0} ms");
+    c.net.link(1, false);
+    let cut = monotonic_ns();
+    std::thread::sleep(Duration::from_millis(1500));
+    c.net.link(1, true);
+    assert!(job.wait().unwrap().success());
+    let times = call_times(out.path());
+    let steady = rate_between(&times, killed - SEC, killed);
+    let orphaned = rate_between(&times, killed + 100 * SEC / 1000, restarted);
+    let cut_off = rate_between(&times, cut + 100 * SEC / 1000, cut + 1400 * SEC / 1000);
+    eprintln!("rate {steady:.0}/s, global dead {orphaned:.0}/s, link cut {cut_off:.0}/s");
+    for (what, got) in [("global dead", orphaned), ("link cut", cut_off)] {
+        assert!(
+            (got - steady).abs() <= steady * 0.05,
+            "{what}: {got:.0}/s vs {steady:.0}/s before"
+        );
+    }
+}
