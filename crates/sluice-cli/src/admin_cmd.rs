@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use serde_json::{Value, json};
+use sluice_control::admin::{jobs_json, pools_json, status_json};
 use sluice_control::proto::{
     Empty, JobSetRequest, NameRequest, PoolSetRequest, RuleChangeRequest, RuleStartRequest,
 };
@@ -144,12 +145,7 @@ impl StatusArgs {
             c.status(Empty {}).await.map_err(refused)
         })?
         .into_inner();
-        let value = json!({
-            "role": s.role, "single_node": s.single_node, "locals": s.locals, "jobs": s.jobs,
-            "pools": s.pools, "rules": s.rules, "interval_s": s.interval_s, "cycle": s.cycle,
-            "global_connected": s.global_connected, "cycle_us_median": s.cycle_us_median,
-            "cycle_us_last": s.cycle_us_last,
-        });
+        let value = status_json(&s);
         print(self.server.json, value, |_| {
             format!(
                 "{} controller{}: {} local(s), {} job(s), {} pool(s), {} rule(s)\n\
@@ -178,24 +174,7 @@ impl JobsArgs {
             c.jobs(Empty {}).await.map_err(refused)
         })?
         .into_inner();
-        let jobs: Vec<Value> = reply
-            .jobs
-            .iter()
-            .map(|j| {
-                let pools: serde_json::Map<String, Value> = j
-                    .pools
-                    .iter()
-                    .map(|(name, s)| {
-                        let share = json!({"allocation": s.allocation, "rate": s.rate,
-                            "demand": s.demand, "limit": s.limit, "weight": s.weight});
-                        (name.clone(), share)
-                    })
-                    .collect();
-                json!({"job": j.job, "user": j.user, "nodes": j.nodes,
-                    "launchers": j.launchers, "pools": pools})
-            })
-            .collect();
-        print(self.server.json, json!({ "jobs": jobs }), |_| {
+        print(self.server.json, jobs_json(&reply), |_| {
             let mut out = format!(
                 "{:<16} {:<10} {:<12} {:>12} {:>12} {:>12}  NODES\n",
                 "JOB", "USER", "POOL", "ALLOCATION", "RATE", "DEMAND"
@@ -302,16 +281,7 @@ impl PoolCmd {
                         .map_err(refused)
                 })?
                 .into_inner();
-                let pools: Vec<Value> = reply
-                    .pools
-                    .iter()
-                    .map(|p| {
-                        json!({"name": p.name, "match": p.filter, "capacity": p.capacity,
-                            "algorithm": p.algorithm, "params": p.params,
-                            "allocated": p.allocated, "used": p.used, "jobs": p.jobs})
-                    })
-                    .collect();
-                print(server.json, json!({ "pools": pools }), |_| {
+                print(server.json, pools_json(&reply), |_| {
                     let mut out = format!(
                         "{:<14} {:>10} {:<10} {:>12} {:>12} {:>5}  MATCH\n",
                         "POOL", "CAPACITY", "ALGORITHM", "ALLOCATED", "USED", "JOBS"

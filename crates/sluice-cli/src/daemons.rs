@@ -88,6 +88,14 @@ impl LocalArgs {
                     .map_err(|e| Usage(format!("--global: {e}")))
             })
             .transpose()?;
+        if self.http.is_some() && global.is_some() {
+            return Err(Usage(
+                "--http: a local serves the JSON API in single-node mode only; with --global, \
+                 use the global's --http"
+                    .into(),
+            )
+            .into());
+        }
         let token = match &self.token_file {
             Some(p) => Some(read_token_file(p)?),
             None => None,

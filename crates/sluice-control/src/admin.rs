@@ -83,16 +83,95 @@ impl<H: Hooks> AdminService<H> {
         }
     }
 
-    fn change<T>(
-        &self,
-        request: &Request<T>,
-        edit: impl FnOnce(&mut crate::config::ControlConfig) -> Result<(), crate::config::AdminError>,
-    ) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(request)?;
-        let result = self.coordinator.lock().expect("coordinator").change(edit);
+    /// Applies an administrator's change whose caller was already checked: validated
+    /// whole, saved, then put in force wherever it goes.
+    pub fn apply(&self, change: Change) -> Result<(), Status> {
+        let result = self
+            .coordinator
+            .lock()
+            .expect("coordinator")
+            .change(|c| change.edit(c));
         result.map_err(status_of)?;
         self.hooks.changed();
+        Ok(())
+    }
+
+    /// The controller's status.
+    pub fn status(&self) -> StatusReply {
+        self.hooks.status()
+    }
+
+    /// Every job, with its shares.
+    pub fn jobs(&self) -> JobsReply {
+        jobs_reply(&self.coordinator.lock().expect("coordinator"))
+    }
+
+    /// The administrator's rules, in order.
+    pub fn rules(&self) -> RuleListReply {
+        let c = self.coordinator.lock().expect("coordinator");
+        let rules = c.config().rules.iter().map(|r| r.to_string()).collect();
+        RuleListReply { rules }
+    }
+
+    /// The pools with their allocated and used rates.
+    pub fn pools(&self) -> PoolListReply {
+        let c = self.coordinator.lock().expect("coordinator");
+        PoolListReply {
+            pools: c.pool_infos(),
+        }
+    }
+
+    /// Who may change things.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn checked<T>(
+        &self,
+        request: Request<T>,
+        change: impl FnOnce(T) -> Change,
+    ) -> Result<Response<Empty>, Status> {
+        self.auth.may_change(&request)?;
+        self.apply(change(request.into_inner()))?;
         Ok(Response::new(Empty {}))
+    }
+}
+
+/// One change an administrator makes, through gRPC or HTTP.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// A job's reservation and weight.
+    JobSet(JobSetRequest),
+    /// A new rule.
+    RuleStart(String),
+    /// A rule's new rate.
+    RuleChange(RuleChangeRequest),
+    /// A rule removed.
+    RuleStop(String),
+    /// A pool created or replaced.
+    PoolSet(PoolSetRequest),
+    /// A pool removed.
+    PoolRm(String),
+}
+
+impl Change {
+    fn edit(&self, c: &mut crate::config::ControlConfig) -> Result<(), crate::config::AdminError> {
+        match self {
+            Change::JobSet(r) => {
+                let pool = Some(r.pool.as_str()).filter(|p| !p.is_empty());
+                let limit = Some(r.limit.as_str()).filter(|l| !l.is_empty());
+                c.job_set(&r.job, pool, limit, r.weight)?;
+                c.job_clear(&r.job, pool, r.clear_limit, r.clear_weight);
+                Ok(())
+            }
+            Change::RuleStart(rule) => c.rule_start(rule),
+            Change::RuleChange(r) => c.rule_change(&r.name, &r.change),
+            Change::RuleStop(name) => c.rule_stop(name),
+            Change::PoolSet(r) => {
+                c.pool_set(&r.name, &r.filter, &r.capacity, &r.algorithm, &r.params)
+            }
+            Change::PoolRm(name) => c.pool_rm(name),
+        }
     }
 }
 
@@ -141,69 +220,34 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
 #[tonic::async_trait]
 impl<H: Hooks> Admin for AdminService<H> {
     async fn status(&self, _: Request<Empty>) -> Result<Response<StatusReply>, Status> {
-        Ok(Response::new(self.hooks.status()))
+        Ok(Response::new(AdminService::status(self)))
     }
-
     async fn jobs(&self, _: Request<Empty>) -> Result<Response<JobsReply>, Status> {
-        let c = self.coordinator.lock().expect("coordinator");
-        Ok(Response::new(jobs_reply(&c)))
+        Ok(Response::new(AdminService::jobs(self)))
     }
-
-    async fn job_set(&self, request: Request<JobSetRequest>) -> Result<Response<Empty>, Status> {
-        let r = request.get_ref().clone();
-        let pool = Some(r.pool.as_str()).filter(|p| !p.is_empty());
-        let limit = Some(r.limit.as_str()).filter(|l| !l.is_empty());
-        self.change(&request, |c| {
-            c.job_set(&r.job, pool, limit, r.weight)?;
-            c.job_clear(&r.job, pool, r.clear_limit, r.clear_weight);
-            Ok(())
-        })
+    async fn job_set(&self, r: Request<JobSetRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, Change::JobSet)
     }
-
-    async fn rule_start(
-        &self,
-        request: Request<RuleStartRequest>,
-    ) -> Result<Response<Empty>, Status> {
-        let rule = request.get_ref().rule.clone();
-        self.change(&request, |c| c.rule_start(&rule))
+    async fn rule_start(&self, r: Request<RuleStartRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, |r| Change::RuleStart(r.rule))
     }
-
-    async fn rule_change(
-        &self,
-        request: Request<RuleChangeRequest>,
-    ) -> Result<Response<Empty>, Status> {
-        let r = request.get_ref().clone();
-        self.change(&request, |c| c.rule_change(&r.name, &r.change))
+    async fn rule_change(&self, r: Request<RuleChangeRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, Change::RuleChange)
     }
-
-    async fn rule_stop(&self, request: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        let name = request.get_ref().name.clone();
-        self.change(&request, |c| c.rule_stop(&name))
+    async fn rule_stop(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, |r| Change::RuleStop(r.name))
     }
-
     async fn rule_list(&self, _: Request<Empty>) -> Result<Response<RuleListReply>, Status> {
-        let c = self.coordinator.lock().expect("coordinator");
-        let rules = c.config().rules.iter().map(|r| r.to_string()).collect();
-        Ok(Response::new(RuleListReply { rules }))
+        Ok(Response::new(self.rules()))
     }
-
-    async fn pool_set(&self, request: Request<PoolSetRequest>) -> Result<Response<Empty>, Status> {
-        let r = request.get_ref().clone();
-        self.change(&request, |c| {
-            c.pool_set(&r.name, &r.filter, &r.capacity, &r.algorithm, &r.params)
-        })
+    async fn pool_set(&self, r: Request<PoolSetRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, Change::PoolSet)
     }
-
     async fn pool_list(&self, _: Request<Empty>) -> Result<Response<PoolListReply>, Status> {
-        let c = self.coordinator.lock().expect("coordinator");
-        Ok(Response::new(PoolListReply {
-            pools: c.pool_infos(),
-        }))
+        Ok(Response::new(self.pools()))
     }
-
-    async fn pool_rm(&self, request: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        let name = request.get_ref().name.clone();
-        self.change(&request, |c| c.pool_rm(&name))
+    async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, |r| Change::PoolRm(r.name))
     }
 }
 
@@ -276,4 +320,51 @@ impl Admin for ForwardAdmin {
         self.auth.may_change(&r)?;
         self.client().await?.pool_rm(r.into_inner()).await
     }
+}
+
+/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,limit,weight}}}]}`:
+/// what `sluice jobs --json` and `GET /api/v1/jobs` print.
+pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
+    let jobs: Vec<serde_json::Value> = reply
+        .jobs
+        .iter()
+        .map(|j| {
+            let pools: serde_json::Map<String, serde_json::Value> = j
+                .pools
+                .iter()
+                .map(|(name, s)| {
+                    let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
+                        "demand": s.demand, "limit": s.limit, "weight": s.weight});
+                    (name.clone(), share)
+                })
+                .collect();
+            serde_json::json!({"job": j.job, "user": j.user, "nodes": j.nodes,
+                "launchers": j.launchers, "pools": pools})
+        })
+        .collect();
+    serde_json::json!({ "jobs": jobs })
+}
+
+/// `{"pools":[{"name","match","capacity","algorithm","params","allocated","used","jobs"}]}`.
+pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
+    let pools: Vec<serde_json::Value> = reply
+        .pools
+        .iter()
+        .map(|p| {
+            serde_json::json!({"name": p.name, "match": p.filter, "capacity": p.capacity,
+                "algorithm": p.algorithm, "params": p.params,
+                "allocated": p.allocated, "used": p.used, "jobs": p.jobs})
+        })
+        .collect();
+    serde_json::json!({ "pools": pools })
+}
+
+/// The status as JSON, field for field.
+pub fn status_json(s: &StatusReply) -> serde_json::Value {
+    serde_json::json!({
+        "role": s.role, "single_node": s.single_node, "locals": s.locals, "jobs": s.jobs,
+        "pools": s.pools, "rules": s.rules, "interval_s": s.interval_s, "cycle": s.cycle,
+        "global_connected": s.global_connected, "cycle_us_median": s.cycle_us_median,
+        "cycle_us_last": s.cycle_us_last,
+    })
 }

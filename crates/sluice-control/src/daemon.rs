@@ -183,7 +183,11 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
                 coordinator: c.clone(),
                 cycle_us: cycle_us.clone(),
             };
-            router.add_service(AdminServer::new(AdminService::new(c.clone(), hooks, auth)))
+            let admin = Arc::new(AdminService::new(c.clone(), hooks, auth));
+            if let Some(addr) = o.http {
+                spawn_http(addr, admin.clone());
+            }
+            router.add_service(AdminServer::from_arc(admin))
         }
         (None, Some(global)) => router.add_service(AdminServer::new(ForwardAdmin {
             global: global.clone(),
@@ -321,6 +325,17 @@ impl Hooks for GlobalHooks {
     }
 }
 
+/// Serves the JSON API; a failure to listen ends the daemon (an administrator asked
+/// for it, and would otherwise find it silently missing).
+fn spawn_http<H: Hooks>(addr: SocketAddr, admin: Arc<AdminService<H>>) {
+    tokio::spawn(async move {
+        if let Err(e) = crate::http::serve(addr, admin).await {
+            tracing::error!("{e:#}");
+            std::process::exit(1);
+        }
+    });
+}
+
 /// Runs a global controller until SIGTERM or SIGINT.
 pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let config = load_config(o.config.as_ref(), o.interval)?;
@@ -342,11 +357,15 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     }
     let control =
         ControlServer::new(ControlService(global.clone())).max_decoding_message_size(MAX_MESSAGE);
-    let admin = AdminServer::new(AdminService::new(
+    let admin = Arc::new(AdminService::new(
         global.coordinator.clone(),
         GlobalHooks(global.clone()),
         auth,
     ));
+    if let Some(addr) = o.http {
+        spawn_http(addr, admin.clone());
+    }
+    let admin = AdminServer::from_arc(admin);
     tokio::spawn(run_deadlines(global.clone()));
     tokio::spawn(reload_on_hup(Some(global.coordinator.clone()), {
         let global = global.clone();

@@ -15,7 +15,8 @@
 //! - [`coordinator`]: the configuration and the computation it drives, changed by admins.
 //! - [`global`]: the global controller's streams and cycle.
 //! - [`local`]: the local controller: attached jobs, their segments, observation.
-//! - [`admin`]: the Admin service, and who may change things.
+//! - [`admin`]: the Admin service, and who may change things; [`http`]: the same as a
+//!   JSON API under `/api/v1`.
 //! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
 //! - [`segment_file`]: a job's segment as a file, changed live.
 //! - [`identity`]: users and groups from the system's database.
@@ -26,6 +27,7 @@ pub mod config;
 pub mod coordinator;
 pub mod daemon;
 pub mod global;
+pub mod http;
 pub mod identity;
 pub mod local;
 pub mod segment_file;

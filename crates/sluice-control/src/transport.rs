@@ -296,13 +296,17 @@ pub fn check_bearer<T>(request: &Request<T>, expected_token: &str) -> Result<(),
                 .then_some(token.trim())
         })
         .ok_or_else(|| Status::unauthenticated("authorization is not a bearer token"))?;
-    if !expected_token.is_empty()
-        && constant_time_eq(presented.as_bytes(), expected_token.as_bytes())
-    {
+    if tokens_match(presented, expected_token) {
         Ok(())
     } else {
         Err(Status::unauthenticated("invalid bearer token"))
     }
+}
+
+/// Whether a presented token is the expected one, compared in constant time (an empty
+/// expected token matches nothing): for callers outside gRPC, such as the JSON API.
+pub fn tokens_match(presented: &str, expected: &str) -> bool {
+    !expected.is_empty() && constant_time_eq(presented.trim().as_bytes(), expected.as_bytes())
 }
 
 /// Byte equality without an early exit, so that timing does not reveal how much of a

@@ -1,0 +1,347 @@
+//! Administering a running controller: the admin commands and the JSON API change pools,
+//! rules and job settings; bad input changes nothing; changes survive a restart; SIGHUP
+//! reloads the file; only root (or the admin group) may change things; garbage and
+//! malformed messages on the global's port drop that connection only.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::daemons::{Daemon, Local, daemon_dir, wait_for};
+use common::sluice_bin;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.1 request; returns (status, body).
+fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the JSON API");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().expect("HTTP status");
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Exit 2, one line on stderr, and the configuration file as it was.
+fn refused(local: &Local, args: &[&str], file: &std::path::Path) {
+    let before = std::fs::read(file).unwrap();
+    let o = local.admin(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("sluice: "), "{args:?}: {err}");
+    assert_eq!(
+        std::fs::read(file).unwrap(),
+        before,
+        "{args:?} changed the file"
+    );
+}
+
+#[test]
+fn changes_are_checked_persisted_and_reloaded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut local = Local::start(
+        dir.path(),
+        "interval = \"1s\"\n",
+        &["--node", "n1", "--http", &addr],
+        None,
+    );
+    let file = dir.path().join("local.toml");
+
+    ok(&local.admin(&[
+        "pool",
+        "set",
+        "md",
+        "--match",
+        "op=getattr",
+        "--capacity",
+        "5k/s",
+        "--algorithm",
+        "psfa",
+    ]));
+    ok(&local.admin(&["rule", "start", "cap: op=open rate=100/s"]));
+    ok(&local.admin(&["job", "set", "42", "--pool", "md", "--limit", "1k/s"]));
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        saved.contains("md") && saved.contains("cap: op=open rate=100/s") && saved.contains("42"),
+        "{saved}"
+    );
+
+    for bad in [
+        &["pool", "set", "x", "--capacity", "5", "--algorithm", "psfa"][..],
+        &[
+            "pool",
+            "set",
+            "x",
+            "--capacity",
+            "5k/s",
+            "--algorithm",
+            "nope",
+        ],
+        &[
+            "pool",
+            "set",
+            "x",
+            "--match",
+            "op=nope",
+            "--capacity",
+            "5k/s",
+            "--algorithm",
+            "psfa",
+        ],
+        &["pool", "rm", "nope"],
+        &["rule", "start", "op=open rate=1/s"],
+        &["rule", "start", "cap: op=open rate=1/s"],
+        &["rule", "change", "nope", "rate=1/s"],
+        &["rule", "change", "cap", "rate=fast"],
+        &["rule", "stop", "nope"],
+        &["job", "set", "42", "--pool", "nope", "--limit", "1k/s"],
+        &["job", "set", "42", "--pool", "md", "--limit", "1MiB/s"],
+    ] {
+        refused(&local, bad, &file);
+    }
+
+    // The JSON API.
+    let (code, body) = http(port, "GET", "/api/v1/pools", "");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("\"md\""), "{body}");
+    let pool = r#"{"match":"class=metadata","capacity":"20k/s","algorithm":"uniform"}"#;
+    assert_eq!(http(port, "PUT", "/api/v1/pools/md2", pool).0, 204);
+    assert_eq!(
+        http(
+            port,
+            "PATCH",
+            "/api/v1/rules/cap",
+            r#"{"change":"rate=200/s"}"#
+        )
+        .0,
+        204
+    );
+    let before = std::fs::read(&file).unwrap();
+    for (method, path, body, want) in [
+        ("PUT", "/api/v1/pools/x", "{not json", 400),
+        (
+            "PUT",
+            "/api/v1/pools/x",
+            r#"{"capacity":"5k/s","algorithm":"psfa","extra":1}"#,
+            400,
+        ),
+        (
+            "PUT",
+            "/api/v1/pools/x",
+            r#"{"capacity":"-5/s","algorithm":"psfa"}"#,
+            400,
+        ),
+        ("DELETE", "/api/v1/rules/nope", "", 404),
+        (
+            "POST",
+            "/api/v1/rules",
+            r#"{"rule":"no name rate=1/s"}"#,
+            400,
+        ),
+        ("GET", "/api/v1/nothing", "", 404),
+    ] {
+        let (code, answer) = http(port, method, path, body);
+        assert_eq!(code, want, "{method} {path} {body}: {answer}");
+        let v: serde_json::Value = serde_json::from_str(&answer).expect("a JSON error");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.contains('\n')),
+            "{answer}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "a refused request changed the file"
+    );
+
+    // Reading needs nothing; changing needs root (or the admin group).
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(sluice_bin())
+            .args(args)
+            .arg("--socket")
+            .arg(&local.socket)
+            .output()
+            .unwrap()
+    };
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(ok(&as_nobody(&["rule", "list"])).contains("cap"));
+        let o = as_nobody(&["rule", "stop", "cap"]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains("may not change"));
+    }
+
+    // A restart loses nothing.
+    local.restart();
+    let pools = ok(&local.admin(&["pool", "list", "--json"]));
+    assert!(
+        pools.contains("\"md\"") && pools.contains("\"md2\""),
+        "{pools}"
+    );
+    assert!(ok(&local.admin(&["rule", "list"])).contains("cap: op=open rate=200/s"));
+
+    // SIGHUP reads the file again; a broken file is refused and the old one stays.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\n[[rule]]\nrule = \"by-hand: op=mkdir rate=10/s\"\n");
+    std::fs::write(&file, &text).unwrap();
+    local.daemon.signal(libc::SIGHUP);
+    assert!(wait_for(Duration::from_secs(5), || ok(
+        &local.admin(&["rule", "list"])
+    )
+    .contains("by-hand")));
+    std::fs::write(&file, "interval = \"nonsense\"\n").unwrap();
+    local.daemon.signal(libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(ok(&local.admin(&["rule", "list"])).contains("by-hand"));
+}
+
+/// Garbage bytes and a malformed report on the global's port: that connection ends,
+/// the global serves on.
+#[test]
+fn garbage_on_the_global_port_drops_only_that_connection() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let port = free_port();
+    let args: Vec<String> = [
+        "global",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--interval",
+        "500ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let global = Daemon::start(None, &args, dir.path().join("global.log"));
+    let url = format!("http://127.0.0.1:{port}");
+    let status = || {
+        Command::new(sluice_bin())
+            .args(["status", "--server", &url])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(
+        wait_for(Duration::from_secs(10), status),
+        "{}",
+        global.log_text()
+    );
+    let junk: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    for bytes in [
+        &junk[..],
+        &preface[..7],
+        &[&preface[..], &junk[..]].concat(),
+        b"GET / HTTP/1.1\r\n\r\n",
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = c.write_all(bytes);
+    }
+    // A well-formed stream with a malformed report, and one that never says hello.
+    let ended = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(malformed_sessions(&url));
+    assert!(ended, "the global kept a malformed stream open");
+    assert!(
+        status(),
+        "the global stopped serving: {}",
+        global.log_text()
+    );
+}
+
+async fn malformed_sessions(url: &str) -> bool {
+    use sluice_control::proto::control_client::ControlClient;
+    use sluice_control::proto::{Hello, LocalMessage, Report, local_message};
+    let endpoint = url.parse().unwrap();
+    let channel = sluice_control::transport::connect(&endpoint, &Default::default())
+        .await
+        .unwrap();
+    let mut client = ControlClient::new(channel);
+    let messages = vec![
+        LocalMessage {
+            body: Some(local_message::Body::Hello(Hello {
+                node: "evil".into(),
+                version: 1,
+            })),
+        },
+        LocalMessage {
+            body: Some(local_message::Body::Report(Report {
+                cycle: 1,
+                interval_s: f64::NAN,
+                ..Default::default()
+            })),
+        },
+    ];
+    let mut inbound = client
+        .session(tokio_stream::iter(messages))
+        .await
+        .unwrap()
+        .into_inner();
+    // The policy first, then the stream must end with an error.
+    let mut ended = false;
+    for _ in 0..3 {
+        match tokio::time::timeout(Duration::from_secs(5), inbound.message()).await {
+            Ok(Ok(Some(_))) => continue,
+            Ok(Ok(None)) | Ok(Err(_)) => {
+                ended = true;
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    let mut silent = client
+        .session(tokio_stream::iter(vec![LocalMessage { body: None }]))
+        .await
+        .unwrap()
+        .into_inner();
+    let refused = matches!(
+        tokio::time::timeout(Duration::from_secs(5), silent.message()).await,
+        Ok(Err(_)) | Ok(Ok(None))
+    );
+    ended && refused
+}

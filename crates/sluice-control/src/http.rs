@@ -1,0 +1,292 @@
+//! The JSON API under `/api/v1`, the same operations as the Admin service:
+//!
+//! | method and path | body | answer |
+//! |---|---|---|
+//! | `GET /api/v1/status` | | the status |
+//! | `GET /api/v1/jobs` | | `{"jobs":[…]}` as `sluice jobs --json` |
+//! | `PUT /api/v1/jobs/{job}` | `{"pool","limit","weight","clear_limit","clear_weight"}` | 204 |
+//! | `GET /api/v1/pools` | | `{"pools":[…]}` |
+//! | `PUT /api/v1/pools/{name}` | `{"match","capacity","algorithm","params":["K=V"]}` | 204 |
+//! | `DELETE /api/v1/pools/{name}` | | 204 |
+//! | `GET /api/v1/rules` | | `{"rules":["NAME: …"]}` |
+//! | `POST /api/v1/rules` | `{"rule":"NAME: FILTER rate=R"}` | 204 |
+//! | `PATCH /api/v1/rules/{name}` | `{"change":"rate=R [burst=N]"}` | 204 |
+//! | `DELETE /api/v1/rules/{name}` | | 204 |
+//!
+//! Changes need `Authorization: Bearer TOKEN` when a token file is configured, and come
+//! from loopback otherwise. Every refusal is a 4xx with `{"error":"one line"}`, and
+//! changes nothing.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::admin::{AdminService, Change, Hooks, jobs_json, pools_json, status_json};
+use crate::proto::{JobSetRequest, PoolSetRequest, RuleChangeRequest};
+
+/// An error answer: a status and one line.
+pub struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<tonic::Status> for ApiError {
+    fn from(s: tonic::Status) -> Self {
+        let code = match s.code() {
+            tonic::Code::NotFound => StatusCode::NOT_FOUND,
+            tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
+            tonic::Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            tonic::Code::InvalidArgument => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(code, s.message().to_owned())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let text = r
+            .body_text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        ApiError(StatusCode::BAD_REQUEST, text)
+    }
+}
+
+type Api<H> = Arc<AdminService<H>>;
+type Answer = Result<Response, ApiError>;
+
+/// The API's routes over an Admin service.
+pub fn router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
+    Router::new()
+        .route("/api/v1/status", get(status::<H>))
+        .route("/api/v1/jobs", get(jobs::<H>))
+        .route("/api/v1/jobs/{job}", put(job_set::<H>))
+        .route("/api/v1/pools", get(pools::<H>))
+        .route(
+            "/api/v1/pools/{name}",
+            put(pool_set::<H>).delete(pool_rm::<H>),
+        )
+        .route("/api/v1/rules", get(rules::<H>).post(rule_start::<H>))
+        .route(
+            "/api/v1/rules/{name}",
+            axum::routing::patch(rule_change::<H>).delete(rule_stop::<H>),
+        )
+        .fallback(|| async {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                "no such endpoint (see /api/v1/status)".into(),
+            )
+        })
+        .with_state(admin)
+}
+
+/// Serves the API on `addr` until the process ends.
+pub async fn serve<H: Hooks>(addr: SocketAddr, admin: Arc<AdminService<H>>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    tracing::info!(%addr, "JSON API ready");
+    axum::serve(
+        listener,
+        router(admin).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Refuses a change from a caller without the token (or, without a token file, from
+/// off this machine).
+fn authorize<H: Hooks>(
+    api: &Api<H>,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+) -> Result<(), ApiError> {
+    match &api.auth().token {
+        Some(token) => {
+            let given = headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            match given {
+                Some(g) if crate::transport::tokens_match(g, token) => Ok(()),
+                Some(_) => Err(ApiError(StatusCode::FORBIDDEN, "wrong bearer token".into())),
+                None => Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "changes need Authorization: Bearer TOKEN".into(),
+                )),
+            }
+        }
+        None if peer.ip().is_loopback() => Ok(()),
+        None => Err(ApiError(
+            StatusCode::FORBIDDEN,
+            "changes over the network need a bearer token (admin.token_file)".into(),
+        )),
+    }
+}
+
+fn done() -> Answer {
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn json_answer(v: Value) -> Answer {
+    Ok(Json(v).into_response())
+}
+
+async fn status<H: Hooks>(State(api): State<Api<H>>) -> Answer {
+    json_answer(status_json(&api.status()))
+}
+
+async fn jobs<H: Hooks>(State(api): State<Api<H>>) -> Answer {
+    json_answer(jobs_json(&api.jobs()))
+}
+
+async fn pools<H: Hooks>(State(api): State<Api<H>>) -> Answer {
+    json_answer(pools_json(&api.pools()))
+}
+
+async fn rules<H: Hooks>(State(api): State<Api<H>>) -> Answer {
+    json_answer(json!({ "rules": api.rules().rules }))
+}
+
+/// `PUT /api/v1/jobs/{job}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobBody {
+    #[serde(default)]
+    pool: String,
+    #[serde(default)]
+    limit: String,
+    weight: Option<f64>,
+    #[serde(default)]
+    clear_limit: bool,
+    #[serde(default)]
+    clear_weight: bool,
+}
+
+async fn job_set<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(job): Path<String>,
+    body: Result<Json<JobBody>, JsonRejection>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    let Json(b) = body?;
+    api.apply(Change::JobSet(JobSetRequest {
+        job,
+        pool: b.pool,
+        limit: b.limit,
+        weight: b.weight,
+        clear_limit: b.clear_limit,
+        clear_weight: b.clear_weight,
+    }))?;
+    done()
+}
+
+/// `PUT /api/v1/pools/{name}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PoolBody {
+    #[serde(rename = "match", default)]
+    filter: String,
+    capacity: String,
+    algorithm: String,
+    #[serde(default)]
+    params: Vec<String>,
+}
+
+async fn pool_set<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Result<Json<PoolBody>, JsonRejection>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    let Json(b) = body?;
+    api.apply(Change::PoolSet(PoolSetRequest {
+        name,
+        filter: b.filter,
+        capacity: b.capacity,
+        algorithm: b.algorithm,
+        params: b.params,
+    }))?;
+    done()
+}
+
+async fn pool_rm<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    api.apply(Change::PoolRm(name))?;
+    done()
+}
+
+/// `POST /api/v1/rules`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleBody {
+    rule: String,
+}
+
+async fn rule_start<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Result<Json<RuleBody>, JsonRejection>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    let Json(b) = body?;
+    api.apply(Change::RuleStart(b.rule))?;
+    done()
+}
+
+/// `PATCH /api/v1/rules/{name}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleChangeBody {
+    change: String,
+}
+
+async fn rule_change<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Result<Json<RuleChangeBody>, JsonRejection>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    let Json(b) = body?;
+    api.apply(Change::RuleChange(RuleChangeRequest {
+        name,
+        change: b.change,
+    }))?;
+    done()
+}
+
+async fn rule_stop<H: Hooks>(
+    State(api): State<Api<H>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Answer {
+    authorize(&api, &headers, peer)?;
+    api.apply(Change::RuleStop(name))?;
+    done()
+}
