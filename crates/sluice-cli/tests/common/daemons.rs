@@ -89,6 +89,8 @@ pub struct Local {
     pub dir: PathBuf,
     args: Vec<String>,
     netns: Option<String>,
+    /// Its segments' directory, on tmpfs, removed with whatever a killed local left.
+    _shm: TempDir,
 }
 
 impl Local {
@@ -97,8 +99,17 @@ impl Local {
     pub fn start(dir: &Path, config: &str, extra: &[&str], netns: Option<&str>) -> Local {
         std::fs::write(dir.join("local.toml"), config).expect("config");
         let socket = dir.join("local.sock");
+        let shm = super::shm_dir();
+        // Other users' launchers open their segments in it, as in /dev/shm itself.
+        std::fs::set_permissions(
+            shm.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod the segments' directory");
         let mut args = vec![
             "local".to_owned(),
+            "--shm-dir".to_owned(),
+            path_str(shm.path()),
             "--socket".to_owned(),
             path_str(&socket),
             "--state-dir".to_owned(),
@@ -113,6 +124,7 @@ impl Local {
             dir: dir.to_owned(),
             args,
             netns: netns.map(str::to_owned),
+            _shm: shm,
         };
         local.wait_ready();
         local
