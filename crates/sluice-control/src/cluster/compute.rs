@@ -83,6 +83,10 @@ impl Context<'_> {
                 job.insert(name.to_owned(), rate);
             }
         }
+        // A job gone from the registry takes its algorithm state with it.
+        for gone in pool.shares.keys().filter(|job| !shares.contains_key(*job)) {
+            pool.allocator.forget(gone);
+        }
         pool.shares = shares;
         pool.active = observations.len();
         pool.held = held;

@@ -67,8 +67,10 @@
 //! [`Cluster::set_pools`] keeps a pool's algorithm, and its memory, while its algorithm
 //! name and parameters stay the same; a new capacity or `min_share` keeps it too (the
 //! capacity comes with every round). Changing the algorithm or a parameter rebuilds it.
-//! A job that left is simply absent from later rounds: `adaptbf` keeps its token
-//! record and `set10` its track for as long as the pool's algorithm lives.
+//! A job that left is absent from later rounds, and the first compute without it drops
+//! what the pool's algorithm remembers of it (`adaptbf`'s token record, `set10`'s
+//! track): its share is released and an id reused later starts afresh. A debt or credit
+//! the job had in `adaptbf` goes with it.
 
 mod compute;
 mod registry;

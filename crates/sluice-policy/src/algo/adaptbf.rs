@@ -147,6 +147,10 @@ fn transfer(active: &mut [Active], givers: &[(usize, u64)], takers: &[(usize, u6
 }
 
 impl Allocator for AdapTbf {
+    fn forget(&mut self, job: &str) {
+        self.jobs.remove(job);
+    }
+
     fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
         // T·Δt is rounded down to whole tokens: the allocations sum to exactly it.
         let total = (round.capacity() * round.interval_s()).floor() as u64;

@@ -31,4 +31,8 @@ pub use uniform::Uniform;
 pub trait Allocator<A: Amount = f64>: Send {
     /// The rates (per second) for this interval, one per job of `round`.
     fn allocate(&mut self, round: &Round<'_, A>) -> Vec<A>;
+
+    /// `job` has ended: whatever the algorithm remembers of it is dropped, so that a
+    /// job id reused later starts afresh. Algorithms without memory have nothing to do.
+    fn forget(&mut self, _job: &str) {}
 }

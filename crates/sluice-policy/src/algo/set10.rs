@@ -122,6 +122,10 @@ impl Set10 {
 }
 
 impl Allocator for Set10 {
+    fn forget(&mut self, job: &str) {
+        self.jobs.remove(job);
+    }
+
     fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
         let jobs = round.jobs();
         let mut sets: BTreeMap<SetKey, Vec<usize>> = BTreeMap::new();
