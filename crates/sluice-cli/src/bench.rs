@@ -1,7 +1,12 @@
 //! `sluice bench …`: sluice's own costs, printed as figures.
 
-use anyhow::Result;
+use std::net::SocketAddr;
 
+use anyhow::Result;
+use sluice_control::config::parse_duration;
+use sluice_workload::bench_control::{self, ControlBenchOptions};
+
+use crate::Usage;
 use crate::alloc::BenchAllocArgs;
 
 /// Benchmarks: figures, not tests.
@@ -12,6 +17,9 @@ pub enum BenchCmd {
     Stage(BenchStageArgs),
     /// Time per control interval of every control algorithm at 10, 1,000 and 100,000 jobs.
     Alloc(BenchAllocArgs),
+    /// The global controller on loopback with N simulated locals, each on its own gRPC
+    /// stream: latency of a whole control cycle, and the global's CPU time per local.
+    Control(BenchControlArgs),
 }
 
 /// Options of `sluice bench stage`.
@@ -25,12 +33,34 @@ pub struct BenchStageArgs {
     json: bool,
 }
 
+/// Options of `sluice bench control`.
+#[derive(clap::Args, Debug)]
+pub struct BenchControlArgs {
+    /// Simulated local controllers (one TCP connection each, 3 jobs each).
+    #[arg(long, default_value_t = 100)]
+    locals: usize,
+    /// Cycles measured, after 3 of warm-up.
+    #[arg(long, default_value_t = 20)]
+    cycles: u64,
+    /// The control interval, e.g. 200ms.
+    #[arg(long, value_name = "DUR", default_value = "200ms")]
+    interval: String,
+    /// Print JSON: {"locals":…, "median_us":…, "p99_us":…, "cpu_us_per_local":…, "timeouts":…}.
+    #[arg(long)]
+    json: bool,
+    /// Be the simulator of the locals, against the global at ADDR (the benchmark starts
+    /// it as a child process).
+    #[arg(long, value_name = "ADDR", hide = true)]
+    simulate_on: Option<SocketAddr>,
+}
+
 impl BenchCmd {
     /// Runs the benchmark.
     pub fn run(&self) -> Result<i32> {
         match self {
             BenchCmd::Stage(a) => a.run(),
             BenchCmd::Alloc(a) => a.run().map(|()| 0),
+            BenchCmd::Control(a) => a.run(),
         }
     }
 }
@@ -65,6 +95,62 @@ impl BenchStageArgs {
         }
         Ok(0)
     }
+}
+
+impl BenchControlArgs {
+    fn run(&self) -> Result<i32> {
+        if self.locals == 0 || self.cycles == 0 {
+            return Err(Usage("--locals and --cycles must be at least 1".into()).into());
+        }
+        let interval =
+            parse_duration(&self.interval).map_err(|e| Usage(format!("--interval: {e}")))?;
+        let options = ControlBenchOptions {
+            locals: self.locals,
+            cycles: self.cycles,
+            interval,
+        };
+        if let Some(global) = self.simulate_on {
+            bench_control::simulate(global, &options)?;
+            return Ok(0);
+        }
+        let b = bench_control::run(&options)?;
+        if self.json {
+            let v = serde_json::json!({
+                "locals": b.locals,
+                "median_us": b.median_us.map(round2),
+                "p99_us": b.p99_us.map(round2),
+                "cpu_us_per_local": round2(b.cpu_us_per_local),
+                "timeouts": b.timeouts,
+            });
+            println!("{v}");
+        } else {
+            println!(
+                "{} locals, {} cycles of {}: cycle median {}, p99 {}; \
+                 global CPU {:.2} µs per local per cycle (simulator {:.2})",
+                b.locals,
+                b.cycles,
+                self.interval,
+                ms(b.median_us),
+                ms(b.p99_us),
+                b.cpu_us_per_local,
+                b.simulator_cpu_us_per_local,
+            );
+            println!(
+                "medians from the boundary: last report sent {}, first rates {}; \
+                 {} timeout(s); rates reached at least {} locals per cycle",
+                ms(b.sent_median_us),
+                ms(b.first_median_us),
+                b.timeouts,
+                b.min_reached
+            );
+        }
+        Ok(0)
+    }
+}
+
+/// Microseconds as milliseconds, or "none" when no cycle completed.
+fn ms(us: Option<f64>) -> String {
+    us.map_or_else(|| "none".to_owned(), |us| format!("{:.2} ms", us / 1e3))
 }
 
 fn round2(x: f64) -> f64 {

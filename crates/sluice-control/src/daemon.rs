@@ -277,6 +277,8 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>) {
             times.push(start.elapsed().as_secs_f64() * 1e6);
         } else if let Some(tx) = l.uplink.clone() {
             let full = std::mem::take(&mut l.full_next);
+            let mut observed = observed;
+            l.delta(&mut observed, full);
             let report = report_message(cycle, interval.as_secs_f64(), full, observed);
             let message = LocalMessage {
                 body: Some(local_message::Body::Report(report)),

@@ -52,6 +52,9 @@ pub struct Local {
     pub cycle: u64,
     /// Cycle of the last rates received.
     pub last_rates_cycle: u64,
+    /// Per job, the pool observations last sent up: a job whose observations did not
+    /// change is left out of the next report (the global keeps what it had).
+    sent: BTreeMap<String, BTreeMap<String, ChannelObs>>,
 }
 
 /// A handle on the local controller's state.
@@ -89,6 +92,7 @@ impl Local {
             interval,
             cycle: 0,
             last_rates_cycle: 0,
+            sent: BTreeMap::new(),
         };
         if let Some(c) = &local.coordinator {
             let policy = c.lock().expect("coordinator").policy();
@@ -254,6 +258,27 @@ impl Local {
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+}
+
+impl Local {
+    /// Keeps in `observed` only what changed since the last report sent up, unless
+    /// `full`; remembers what is sent.
+    pub fn delta(&mut self, observed: &mut Observed, full: bool) {
+        if full {
+            self.sent.clear();
+        }
+        for gone in &observed.ended {
+            self.sent.remove(gone);
+        }
+        let sent = &mut self.sent;
+        observed.jobs.retain(|j| {
+            let same = sent.get(&j.job) == Some(&j.pools);
+            if !same {
+                sent.insert(j.job.clone(), j.pools.clone());
+            }
+            full || !same
+        });
     }
 }
 
