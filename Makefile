@@ -10,7 +10,8 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## The main job: two jobs held to their rules, live, on this node; nothing to start by hand.
+## The main job: four jobs share one pool under the control plane (embedded local
+## controller, PSFA), live, beside the same jobs without control; nothing to start by hand.
 demo: build
 	$(BIN) demo
 

@@ -1,5 +1,5 @@
 //! What a controller sees of a job over an interval: per channel, arrivals, admitted units,
-//! waiting, and an estimate of the demand the job would have had without its limits.
+//! waiting, and an estimate of the demand the job would have had without each limit.
 //!
 //! A throttled job's admitted rate says nothing of how much more it wants: a closed-loop
 //! thread held to half its natural rate simply issues half as many calls. What does show
@@ -7,8 +7,11 @@
 //! and was admitted `n` units in it would have issued about `n / (1 − w)` without waiting,
 //! since every other moment of the interval it was doing what it does unthrottled. Each
 //! thread owns a counter shard, so the estimate is made thread by thread from the segment's
-//! shards and summed: `demand = Σ_threads Δadmitted / (1 − Δwait / interval)`. Threads
-//! beyond the segment's own shards share one, which the estimate treats as one thread.
+//! shards and summed, channel by channel: `demand_c = Σ_threads Δadmitted_c / (1 − Δwait_c
+//! / interval)`, where `wait_c` is the time the thread was held by that channel alone: a
+//! job held by its own rule would be held by it with or without a pool, so that time does
+//! not count as demand for the pool. Threads beyond the segment's own shards share one,
+//! which the estimate treats as one thread.
 
 use crate::segment::{ChannelTotal, Segment};
 
@@ -30,9 +33,8 @@ pub struct Watched {
 pub struct Snapshot {
     at_ns: u64,
     totals: Vec<ChannelTotal>,
-    /// Per thread (shard): units admitted per watched channel, and nanoseconds waited on
-    /// all of them.
-    threads: Vec<(Vec<u64>, u64)>,
+    /// Per thread (shard), per watched channel: units admitted and nanoseconds waited.
+    threads: Vec<Vec<(u64, u64)>>,
 }
 
 /// One channel over one interval, per second.
@@ -46,7 +48,7 @@ pub struct ChannelRates {
     pub wait: f64,
     /// Threads waiting at the end of the interval.
     pub waiting: u32,
-    /// Estimated units the job would have issued without its limits.
+    /// Estimated units the job would have issued without this channel's limit.
     pub demand: f64,
 }
 
@@ -56,15 +58,13 @@ impl Snapshot {
         let mut totals = vec![ChannelTotal::default(); watched.len()];
         let mut threads = Vec::new();
         for shard in segment.shards_in_use() {
-            let mut units = Vec::with_capacity(watched.len());
-            let mut wait = 0;
+            let mut per_channel = Vec::with_capacity(watched.len());
             for (w, acc) in watched.iter().zip(&mut totals) {
                 let t = ChannelTotal::of(&shard.channels[w.index]);
                 acc.add(&t);
-                units.push(if w.bytes { t.bytes } else { t.admitted });
-                wait += t.wait_ns;
+                per_channel.push((if w.bytes { t.bytes } else { t.admitted }, t.wait_ns));
             }
-            threads.push((units, wait));
+            threads.push(per_channel);
         }
         Snapshot {
             at_ns,
@@ -78,15 +78,16 @@ impl Snapshot {
     pub fn rates_since(&self, prev: &Snapshot, watched: &[Watched]) -> Vec<ChannelRates> {
         let interval = self.at_ns.saturating_sub(prev.at_ns).max(1) as f64;
         let secs = interval / 1e9;
-        let empty = (Vec::new(), 0);
         let mut demand = vec![0.0; watched.len()];
-        for (i, (units, wait)) in self.threads.iter().enumerate() {
-            let (before, waited_before) = prev.threads.get(i).unwrap_or(&empty);
-            let waited = wait.saturating_sub(*waited_before) as f64;
-            let factor = (interval / (interval - waited).max(1.0)).min(MAX_DEMAND_FACTOR);
-            for (c, acc) in demand.iter_mut().enumerate() {
-                let got = units[c].saturating_sub(before.get(c).copied().unwrap_or(0));
-                *acc += got as f64 * factor;
+        for (i, now) in self.threads.iter().enumerate() {
+            let before = prev.threads.get(i);
+            for (c, (&(units, waited), acc)) in now.iter().zip(&mut demand).enumerate() {
+                let (units0, waited0) = before.and_then(|b| b.get(c)).copied().unwrap_or((0, 0));
+                // Only the time held by this channel: a thread held by another limit (its
+                // job's own rule, say) would be held by it without this one too.
+                let held = waited.saturating_sub(waited0) as f64;
+                let factor = (interval / (interval - held).max(1.0)).min(MAX_DEMAND_FACTOR);
+                *acc += units.saturating_sub(units0) as f64 * factor;
             }
         }
         watched
@@ -165,5 +166,35 @@ mod tests {
         let r = Snapshot::take(seg, &watched, 1_000_000_000).rates_since(&before, &watched)[0];
         assert_eq!(r.admitted, 10.0);
         assert_eq!(r.demand, 10.0 * MAX_DEMAND_FACTOR);
+    }
+
+    /// A thread held half the time by its job's own rule is not short of the pool: the
+    /// pool's demand is what it was admitted, the rule's twice that.
+    #[test]
+    fn time_held_by_another_channel_is_not_demand() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let watched = [
+            Watched {
+                index: 1,
+                bytes: false,
+            },
+            Watched {
+                index: 65,
+                bytes: false,
+            },
+        ];
+        let before = Snapshot::take(seg, &watched, 0);
+        let shard = seg.shard(seg.next_shard());
+        for c in [1, 65] {
+            shard.channels[c].admitted.store(400, Ordering::Relaxed);
+        }
+        shard.channels[1]
+            .wait_ns
+            .store(500_000_000, Ordering::Relaxed);
+        let r = Snapshot::take(seg, &watched, 1_000_000_000).rates_since(&before, &watched);
+        assert!((r[0].demand - 800.0).abs() < 1e-6, "{}", r[0].demand);
+        assert!((r[1].demand - 400.0).abs() < 1e-6, "{}", r[1].demand);
     }
 }

@@ -1,131 +1,160 @@
-//! Rates over time as a self-contained SVG line chart: one line per series, its limit
-//! dashed in the same colour. No plotting library: the chart is small and this keeps
-//! experiments' figures reproducible from their CSV by `sluice` alone.
+//! Rates over time as a PNG chart: one panel per run, one line per job, its allocation
+//! dashed in the same colour, the jobs' total in black and the pool's capacity as a red
+//! horizontal line.
+//!
+//! Text is drawn with DejaVu Sans compiled into the binary, so a chart renders the same on
+//! a machine with no fonts installed.
 
-use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Once;
 
-/// One line of a chart.
-#[derive(Clone, Debug)]
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+
+/// One job's line in a panel.
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     /// Legend text.
     pub name: String,
-    /// One value per second.
-    pub values: Vec<f64>,
-    /// The limit the values should hold to, drawn dashed.
-    pub limit: Option<f64>,
+    /// (seconds, rate) points.
+    pub rate: Vec<(f64, f64)>,
+    /// (seconds, allocation) points, drawn dashed; empty when the run had none.
+    pub allocation: Vec<(f64, f64)>,
 }
 
-const COLOURS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+/// One run: its jobs against the pool's capacity.
+#[derive(Clone, Debug, Default)]
+pub struct Panel {
+    /// Caption above the panel.
+    pub title: String,
+    /// The jobs.
+    pub series: Vec<Series>,
+    /// (seconds, the jobs' summed rate) points.
+    pub total: Vec<(f64, f64)>,
+    /// The pool's capacity.
+    pub capacity: f64,
+}
+
+/// Why a chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw {path}: {message}")]
+pub struct PlotError {
+    path: String,
+    message: String,
+}
+
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x17, 0xbe, 0xcf),
 ];
-const W: f64 = 720.0;
-const H: f64 = 360.0;
-const LEFT: f64 = 70.0;
-const BOTTOM: f64 = 40.0;
-const TOP: f64 = 40.0;
-const RIGHT: f64 = 20.0;
+const CAPACITY: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+const FONT: &str = "sans-serif";
 
-/// The chart of `series` against seconds, titled `title`, with `unit` on the y axis.
-pub fn svg(title: &str, unit: &str, series: &[Series]) -> String {
-    let n = series
-        .iter()
-        .map(|s| s.values.len())
-        .max()
-        .unwrap_or(0)
-        .max(2);
-    let max = series
-        .iter()
-        .flat_map(|s| s.values.iter().copied().chain(s.limit))
-        .fold(1.0f64, f64::max);
-    let step = nice_step(max / 4.0);
-    // Room above the highest line for the legend.
-    let top = (max * 1.25 / step).ceil() * step;
-    let x = |i: f64| LEFT + (W - LEFT - RIGHT) * i / (n - 1) as f64;
-    let y = |v: f64| H - BOTTOM - (H - BOTTOM - TOP) * v / top;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
-        W / 2.0,
-        escape(title)
-    );
-    for k in 0..=(top / step).round() as usize {
-        let v = step * k as f64;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.0}</text>",
-            W - RIGHT,
-            LEFT - 6.0,
-            y(v) + 4.0,
-            yy = y(v)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">seconds</text><text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>",
-        (LEFT + W - RIGHT) / 2.0,
-        H - 8.0,
-        H / 2.0,
-        H / 2.0,
-        escape(unit)
-    );
-    let every = nice_step((n as f64 / 8.0).max(1.0)) as usize;
-    for k in (0..n).step_by(every.max(1)) {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            x(k as f64),
-            H - BOTTOM + 16.0,
-            k + 1
-        );
-    }
-    for (i, se) in series.iter().enumerate() {
-        let c = COLOURS[i % COLOURS.len()];
-        let pts: Vec<String> = se
-            .values
-            .iter()
-            .enumerate()
-            .map(|(k, v)| format!("{:.1},{:.1}", x(k as f64), y(*v)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>",
-            pts.join(" ")
-        );
-        if let Some(l) = se.limit {
-            let _ = writeln!(
-                s,
-                "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"{c}\" stroke-dasharray=\"6 4\"/>",
-                W - RIGHT,
-                yy = y(l)
-            );
+/// Writes `panels`, stacked and on one y scale so that they compare at a glance, to a PNG
+/// at `path`, titled `title`, with `unit` on the y axes.
+pub fn png(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), PlotError> {
+    draw(path, title, unit, panels).map_err(|message| PlotError {
+        path: path.display().to_string(),
+        message,
+    })
+}
+
+fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), String> {
+    static FONTS: Once = Once::new();
+    FONTS.call_once(|| {
+        // The font is a valid TrueType file compiled in; this cannot fail.
+        let _ = register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+    });
+    let points = || {
+        panels.iter().flat_map(|p| {
+            p.series
+                .iter()
+                .flat_map(|s| s.rate.iter().chain(&s.allocation))
+                .chain(&p.total)
+        })
+    };
+    let x_max = points().map(|p| p.0).fold(1.0, f64::max);
+    let y_max = points()
+        .map(|p| p.1)
+        .chain(panels.iter().map(|p| p.capacity))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let root =
+        BitMapBackend::new(path, (1100, 420 * panels.len().max(1) as u32 + 50)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let root = root.titled(title, (FONT, 26)).map_err(|e| e.to_string())?;
+    for (panel, area) in panels.iter().zip(root.split_evenly((panels.len(), 1))) {
+        let mut chart = ChartBuilder::on(&area)
+            .caption(&panel.title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc(unit)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let capacity = panel.capacity;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, capacity), (x_max, capacity)],
+                CAPACITY.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(format!("pool capacity {:.0}k/s", capacity / 1000.0))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], CAPACITY.stroke_width(2)));
+        chart
+            .draw_series(LineSeries::new(
+                panel.total.iter().copied(),
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label("all jobs")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], BLACK.stroke_width(2)));
+        for (i, s) in panel.series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    s.rate.iter().copied(),
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?
+                .label(&s.name)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 24, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(DashedLineSeries::new(
+                    s.allocation.iter().copied(),
+                    8,
+                    5,
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| e.to_string())?;
         }
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{}\" fill=\"{c}\">{} (dashed: limit)</text>",
-            LEFT + 10.0,
-            TOP + 4.0 + 16.0 * i as f64,
-            escape(&se.name)
-        );
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(|e| e.to_string())?;
     }
-    s.push_str("</svg>\n");
-    s
-}
-
-/// 1, 2 or 5 times a power of ten, at least `x`: tick spacing people read easily.
-fn nice_step(x: f64) -> f64 {
-    let p = 10f64.powf(x.max(1e-9).log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * p)
-        .find(|s| *s >= x)
-        .unwrap_or(10.0 * p)
-}
-
-fn escape(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    root.present().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -133,17 +162,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chart_has_a_line_and_a_limit_per_series() {
-        let s = svg(
-            "t <1>",
-            "ops/s",
-            &[Series {
-                name: "a".into(),
-                values: vec![1.0, 2.0, 3.0],
-                limit: Some(2.0),
-            }],
-        );
-        assert!(s.starts_with("<svg") && s.contains("<polyline") && s.contains("stroke-dasharray"));
-        assert!(s.contains("t &lt;1&gt;"));
+    fn writes_a_png() {
+        let dir = std::env::temp_dir().join(format!("sluice-plot.{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.png");
+        let series = Series {
+            name: "a".into(),
+            rate: vec![(0.0, 1.0), (1.0, 3.0)],
+            allocation: vec![(0.0, 2.0), (1.0, 2.0)],
+        };
+        let panel = Panel {
+            title: "p".into(),
+            total: series.rate.clone(),
+            series: vec![series],
+            capacity: 2.5,
+        };
+        png(&path, "t", "ops/s", &[panel.clone(), panel]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"));
     }
 }
