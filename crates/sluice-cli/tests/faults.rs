@@ -131,29 +131,25 @@ fn an_attach_for_another_users_job_is_refused() {
         &local,
         "shared-id"
     )));
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(sluice_bin())
-        .env("SLUICE_STAGE", stage_lib())
-        .args(["run", "--socket"])
-        .arg(&local.socket)
-        .args(["--job", "shared-id", "--", "true"])
-        .output()
-        .unwrap();
+    // `sluice run --job JOB -- true` as user nobody.
+    let as_nobody = |job: &str| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(sluice_bin())
+            .env("SLUICE_STAGE", stage_lib())
+            .args(["run", "--socket"])
+            .arg(&local.socket)
+            .args(["--job", job, "--", "true"])
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody("shared-id");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("runs as uid 0"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     // The same user with a job of its own is welcome.
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(sluice_bin())
-        .env("SLUICE_STAGE", stage_lib())
-        .args(["run", "--socket"])
-        .arg(&local.socket)
-        .args(["--job", "nobodys", "--", "true"])
-        .output()
-        .unwrap();
+    let o = as_nobody("nobodys");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(root_job.wait().unwrap().success());
     let jobs = local.jobs();

@@ -114,14 +114,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::segment::SHARDS;
-
-    fn fresh() -> Box<std::mem::MaybeUninit<Segment>> {
-        let mut b = Box::<Segment>::new_uninit();
-        // SAFETY: writing zeros over the whole allocation is a valid Segment.
-        unsafe { std::ptr::write_bytes(b.as_mut_ptr() as *mut u8, 0, Segment::SIZE) };
-        b
-    }
+    use crate::segment::{SHARDS, fresh};
 
     /// Two threads held to half their natural rate (each waited half the second) and one
     /// unthrottled: the estimate doubles the first two and keeps the third.

@@ -404,16 +404,18 @@ impl Default for Totals {
     }
 }
 
+/// A zeroed segment on the heap, for tests that need one without a file.
+#[cfg(test)]
+pub(crate) fn fresh() -> Box<std::mem::MaybeUninit<Segment>> {
+    let mut b = Box::<Segment>::new_uninit();
+    // SAFETY: writing zeros over the whole allocation is a valid Segment.
+    unsafe { std::ptr::write_bytes(b.as_mut_ptr() as *mut u8, 0, Segment::SIZE) };
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fresh() -> Box<std::mem::MaybeUninit<Segment>> {
-        let mut b = Box::<Segment>::new_uninit();
-        // SAFETY: writing zeros over the whole allocation is a valid Segment.
-        unsafe { std::ptr::write_bytes(b.as_mut_ptr() as *mut u8, 0, Segment::SIZE) };
-        b
-    }
 
     #[test]
     fn init_publishes_config_and_limits() {

@@ -12,15 +12,7 @@ use tempfile::TempDir;
 use super::{path_str, sluice_bin, stage_lib, tmp_dir};
 
 /// CLOCK_MONOTONIC, the clock the stage and the C programs record.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use sluice_control::segment_file::monotonic_ns;
 
 /// A daemon process, killed (SIGKILL) and reaped when dropped.
 pub struct Daemon {
