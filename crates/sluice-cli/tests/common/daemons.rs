@@ -12,7 +12,9 @@ use tempfile::TempDir;
 use super::{path_str, sluice_bin, stage_lib, tmp_dir};
 
 /// CLOCK_MONOTONIC, the clock the stage and the C programs record.
-pub use sluice_control::segment_file::monotonic_ns;
+pub fn monotonic_ns() -> u64 {
+    sluice_control::segment_file::monotonic_ns()
+}
 
 /// A daemon process, killed (SIGKILL) and reaped when dropped.
 pub struct Daemon {
