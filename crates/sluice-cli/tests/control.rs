@@ -228,3 +228,37 @@ fn demand_of_a_job_held_to_half_its_rate_is_estimated_within_10_percent() {
         "demand estimated {median:.0}/s, natural rate {truth:.0}/s"
     );
 }
+
+/// Two launchers of one job on one node share its segment: a rule of 1,000/s holds both
+/// together, not each.
+#[test]
+fn launchers_of_one_job_share_one_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"1s\"\n\n[[rule]]\nrule = \"cap: op=getattr rate=1000/s\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let (out_1, out_2) = (tmp_dir(), tmp_dir());
+    let start = monotonic_ns();
+    let mut one = local.job(
+        "S",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out_1.path()), "4000"],
+    );
+    let mut two = local.job(
+        "S",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out_2.path()), "4000"],
+    );
+    assert!(one.wait().unwrap().success() && two.wait().unwrap().success());
+    let mut all = call_times(out_1.path());
+    all.extend(call_times(out_2.path()));
+    all.sort_unstable();
+    let got = rate_between(&all, start + SEC, start + 4 * SEC);
+    eprintln!("two launchers of one job: {got:.0} calls/s together under 1,000/s");
+    assert!(
+        (got - 1000.0).abs() <= 20.0,
+        "{got:.0}/s for two launchers under 1,000/s"
+    );
+}
