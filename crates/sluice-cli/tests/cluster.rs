@@ -122,6 +122,7 @@ impl Cluster {
         let dir = daemon_dir();
         std::fs::write(dir.path().join("global.toml"), GLOBAL_CONFIG).unwrap();
         let global = start_global(&net, dir.path());
+        wait_global(&net, &global);
         let mut locals = Vec::new();
         for i in 0..2 {
             let d = dir.path().join(format!("n{i}"));
@@ -131,6 +132,17 @@ impl Cluster {
             let extra = ["--global", url.as_str(), "--node", node.as_str()];
             locals.push(Local::start(&d, "", &extra, Some(net.node_ns(i))));
         }
+        // Jobs attached before their local has the global's pools would run without
+        // them for a moment: start jobs once both locals are connected.
+        let connected = wait_for(Duration::from_secs(10), || {
+            let o = locals[0].admin(&["status", "--json"]);
+            serde_json::from_slice::<Value>(&o.stdout).is_ok_and(|v| v["locals"] == 2)
+        });
+        assert!(
+            connected,
+            "the locals never connected: {}",
+            global.log_text()
+        );
         Some(Cluster {
             net,
             global,
@@ -143,6 +155,19 @@ impl Cluster {
     fn jobs(&self) -> Value {
         self.locals[0].jobs()
     }
+}
+
+/// Waits until the global answers inside its namespace.
+fn wait_global(net: &Net, global: &Daemon) {
+    let answers = wait_for(Duration::from_secs(10), || {
+        Command::new("ip")
+            .args(["netns", "exec", net.global_ns()])
+            .arg(common::sluice_bin())
+            .args(["status", "--server", "http://127.0.0.1:7401"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answers, "the global never answered: {}", global.log_text());
 }
 
 fn start_global(net: &Net, dir: &std::path::Path) -> Daemon {

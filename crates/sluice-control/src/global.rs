@@ -7,10 +7,10 @@
 //! that changed. Pools and rules go to a local when it connects and to every local when
 //! an administrator changes them.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -24,14 +24,29 @@ use crate::proto::{self, GlobalMessage, LocalMessage, global_message, local_mess
 /// Messages queued to one local before it counts as too slow (it is then sent every rate
 /// afresh once it drains).
 const QUEUE: usize = 64;
+/// Events the cycle thread is woken for before a cycle is due: it applies reports in
+/// batches as they come, so that little is left to apply once the last one arrives,
+/// without a wake-up (a system call and a context switch) per report.
+const BATCH: usize = 256;
 /// How long a new stream may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The global controller's state, shared by its streams, its timer and its admin API.
+/// The global controller's state, shared by its streams, its cycle thread, its timer and
+/// its admin API.
+///
+/// The streams only record what they receive (under the sessions lock, briefly) and
+/// leave it to one thread, [`run_deadlines`]'s, to apply to the computation and to run
+/// the cycle: a cycle over tens of thousands of jobs takes a while, and the streams'
+/// I/O must keep flowing meanwhile rather than wait on a lock in the runtime's workers.
 pub struct Global {
     /// Pools, rules, settings and the computation.
     pub coordinator: Arc<Mutex<Coordinator>>,
     sessions: Mutex<Sessions>,
+    /// Wakes the cycle thread when it sleeps and there is work.
+    wake: Condvar,
+    /// The control interval, ns, as the cycle thread last read it from the
+    /// configuration: the timer reads it here so as never to wait on a cycle.
+    interval_ns: AtomicU64,
     next_session: AtomicU64,
     /// Messages not sent because a local's queue was full.
     pub dropped: AtomicU64,
@@ -43,9 +58,20 @@ pub struct Global {
 #[derive(Default)]
 struct Sessions {
     /// By node.
-    live: BTreeMap<String, Session>,
-    /// The last cycle computed.
+    live: HashMap<String, Session>,
+    /// The last cycle computed, or handed to the cycle thread to compute.
     computed: u64,
+    /// The latest cycle a local reported: the one being gathered.
+    open: u64,
+    /// Live sessions that have not reported `open` yet: counted, so that a report need
+    /// not look at every session to know whether it was the last.
+    missing: usize,
+    /// What the streams received, in order, for the cycle thread to apply.
+    events: Vec<Event>,
+    /// The cycle the cycle thread is to compute next.
+    due: Option<u64>,
+    /// Whether the cycle thread waits for work (and must be woken).
+    idle: bool,
 }
 
 struct Session {
@@ -55,12 +81,89 @@ struct Session {
     reported: u64,
 }
 
+/// What a stream tells the computation; applied in order by the cycle thread.
+enum Event {
+    Connected(String),
+    Report {
+        node: String,
+        cycle: u64,
+        full: bool,
+        jobs: Vec<NodeJob>,
+        ended: Vec<String>,
+    },
+    Disconnected(String, u64),
+}
+
+impl Sessions {
+    /// Hands `cycle` to the cycle thread unless it was already.
+    fn close(&mut self, cycle: u64) -> bool {
+        if cycle <= self.computed {
+            return false;
+        }
+        self.computed = cycle;
+        self.due = Some(cycle);
+        true
+    }
+
+    /// Closes the open cycle when no live session still owes its report.
+    fn close_if_complete(&mut self) -> bool {
+        self.missing == 0 && self.close(self.open)
+    }
+
+    /// `node`'s session `id` reported `cycle`.
+    fn reported(&mut self, node: &str, id: u64, cycle: u64) {
+        if self.live.get(node).is_none_or(|s| s.id != id) {
+            return;
+        }
+        if cycle > self.open {
+            // A new cycle: once per cycle, every session owes it.
+            self.open = cycle;
+            self.missing = self.live.values().filter(|s| s.reported < cycle).count();
+        }
+        let open = self.open;
+        let session = self.live.get_mut(node).expect("checked above");
+        let owed = session.reported < open;
+        session.reported = session.reported.max(cycle);
+        if owed && session.reported >= open {
+            self.missing -= 1;
+        }
+    }
+
+    /// Adds a session, replacing `node`'s older one.
+    fn insert(&mut self, node: String, session: Session) {
+        if session.reported < self.open {
+            self.missing += 1;
+        }
+        if let Some(old) = self.live.insert(node, session)
+            && old.reported < self.open
+        {
+            self.missing -= 1;
+        }
+    }
+
+    /// Removes `node`'s session if it is still `id`; whether it was.
+    fn remove(&mut self, node: &str, id: u64) -> bool {
+        if self.live.get(node).is_none_or(|s| s.id != id) {
+            return false;
+        }
+        if let Some(old) = self.live.remove(node)
+            && old.reported < self.open
+        {
+            self.missing -= 1;
+        }
+        true
+    }
+}
+
 impl Global {
     /// A global controller over `coordinator`.
     pub fn new(coordinator: Coordinator) -> Arc<Global> {
+        let interval = coordinator.config().interval;
         Arc::new(Global {
             coordinator: Arc::new(Mutex::new(coordinator)),
             sessions: Mutex::new(Sessions::default()),
+            wake: Condvar::new(),
+            interval_ns: AtomicU64::new(interval.as_nanos() as u64),
             next_session: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             cycle_us: Mutex::new(Vec::new()),
@@ -69,12 +172,24 @@ impl Global {
 
     /// Locals connected now.
     pub fn locals(&self) -> usize {
-        self.sessions.lock().expect("sessions").live.len()
+        self.sessions().live.len()
     }
 
-    /// The last cycle computed.
+    /// The last cycle computed (or being computed).
     pub fn computed(&self) -> u64 {
-        self.sessions.lock().expect("sessions").computed
+        self.sessions().computed
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        self.sessions.lock().expect("sessions")
+    }
+
+    /// Wakes the cycle thread if it sleeps.
+    fn wake(&self, sessions: &mut Sessions) {
+        if sessions.idle {
+            sessions.idle = false;
+            self.wake.notify_one();
+        }
     }
 
     /// Sends the policy in force to every local (after an admin change).
@@ -83,7 +198,7 @@ impl Global {
         let message = GlobalMessage {
             body: Some(global_message::Body::Policy(policy)),
         };
-        let sessions = self.sessions.lock().expect("sessions");
+        let sessions = self.sessions();
         for s in sessions.live.values() {
             if s.tx.try_send(Ok(message.clone())).is_err() {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -91,32 +206,73 @@ impl Global {
         }
     }
 
-    /// Computes cycle `cycle` unless it was: when `force` (the deadline passed), or when
-    /// every connected local has reported it.
-    pub fn maybe_compute(&self, cycle: u64, boundary: Instant, force: bool) {
-        let mut sessions = self.sessions.lock().expect("sessions");
-        if cycle <= sessions.computed {
-            return;
-        }
-        if !force && sessions.live.values().any(|s| s.reported < cycle) {
-            return;
-        }
-        sessions.computed = cycle;
-        let rates = {
+    /// The cycle thread: applies what the streams received, as it comes, and computes
+    /// each cycle handed to it. Never returns.
+    fn run_cycles(&self) {
+        let mut events = Vec::new();
+        loop {
+            let due = {
+                let mut sessions = self.sessions();
+                while sessions.events.is_empty() && sessions.due.is_none() {
+                    sessions.idle = true;
+                    sessions = self.wake.wait(sessions).expect("sessions");
+                }
+                std::mem::swap(&mut events, &mut sessions.events);
+                sessions.due.take()
+            };
             let mut c = self.coordinator.lock().expect("coordinator");
-            match c.compute(cycle) {
+            let interval = c.config().interval;
+            self.interval_ns
+                .store(interval.as_nanos() as u64, Ordering::Relaxed);
+            for event in events.drain(..) {
+                let cluster = c.cluster();
+                match event {
+                    Event::Connected(node) => cluster.node_connected(&node),
+                    Event::Report {
+                        node,
+                        cycle,
+                        full,
+                        jobs,
+                        ended,
+                    } => cluster.report(&node, cycle, full, jobs, ended),
+                    Event::Disconnected(node, cycle) => cluster.node_disconnected(&node, cycle),
+                }
+            }
+            let Some(cycle) = due else {
+                continue;
+            };
+            let rates = match c.compute(cycle) {
                 Ok(rates) => rates,
                 Err(e) => {
                     tracing::error!("cycle {cycle}: {e}");
-                    return;
+                    continue;
                 }
+            };
+            drop(c);
+            self.push(cycle, rates);
+            let boundary_ns = u128::from(cycle) * interval.as_nanos();
+            let since_ns = wall_clock().as_nanos().saturating_sub(boundary_ns);
+            let mut times = self.cycle_us.lock().expect("cycle times");
+            if times.len() >= 256 {
+                times.remove(0);
             }
+            times.push(since_ns as f64 / 1e3);
+        }
+    }
+
+    /// Queues cycle `cycle`'s changed rates to their locals.
+    fn push(&self, cycle: u64, rates: Vec<NodeRates>) {
+        // The senders are taken under the lock and used outside it: queueing wakes each
+        // stream's task, and the streams' reports must not wait for that.
+        let targets: Vec<_> = {
+            let sessions = self.sessions();
+            rates
+                .into_iter()
+                .filter_map(|r| Some((sessions.live.get(&r.node)?.tx.clone(), r)))
+                .collect()
         };
         let mut slow = Vec::new();
-        for NodeRates { node, jobs } in rates {
-            let Some(s) = sessions.live.get(&node) else {
-                continue;
-            };
+        for (tx, NodeRates { node, jobs }) in targets {
             let message = GlobalMessage {
                 body: Some(global_message::Body::Rates(proto::Rates {
                     cycle,
@@ -126,23 +282,17 @@ impl Global {
                         .collect(),
                 })),
             };
-            if s.tx.try_send(Ok(message)).is_err() {
+            if tx.try_send(Ok(message)).is_err() {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 slow.push(node);
             }
         }
-        drop(sessions);
         if !slow.is_empty() {
             let mut c = self.coordinator.lock().expect("coordinator");
             for node in slow {
                 c.cluster().node_connected(&node);
             }
         }
-        let mut times = self.cycle_us.lock().expect("cycle times");
-        if times.len() >= 256 {
-            times.remove(0);
-        }
-        times.push(boundary.elapsed().as_secs_f64() * 1e6);
     }
 
     fn report(&self, node: &str, id: u64, report: proto::Report) -> Result<(), Status> {
@@ -175,20 +325,18 @@ impl Global {
                     .collect(),
             })
             .collect();
-        self.coordinator
-            .lock()
-            .expect("coordinator")
-            .cluster()
-            .report(node, report.cycle, report.full, jobs, report.ended);
-        let all = {
-            let mut sessions = self.sessions.lock().expect("sessions");
-            if let Some(s) = sessions.live.get_mut(node).filter(|s| s.id == id) {
-                s.reported = s.reported.max(report.cycle);
-            }
-            report.cycle > sessions.computed
+        let event = Event::Report {
+            node: node.to_owned(),
+            cycle: report.cycle,
+            full: report.full,
+            jobs,
+            ended: report.ended,
         };
-        if all {
-            self.maybe_compute(report.cycle, Instant::now(), false);
+        let mut sessions = self.sessions();
+        sessions.events.push(event);
+        sessions.reported(node, id, report.cycle);
+        if sessions.close_if_complete() || sessions.events.len() >= BATCH {
+            self.wake(&mut sessions);
         }
         Ok(())
     }
@@ -218,21 +366,18 @@ impl Global {
         }
         let node = hello.node;
         let id = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let policy = {
-            let mut c = self.coordinator.lock().expect("coordinator");
-            c.cluster().node_connected(&node);
-            c.policy()
-        };
+        let policy = self.coordinator.lock().expect("coordinator").policy();
         let _ = tx
             .send(Ok(GlobalMessage {
                 body: Some(global_message::Body::Policy(policy)),
             }))
             .await;
         {
-            let mut sessions = self.sessions.lock().expect("sessions");
+            let mut sessions = self.sessions();
+            sessions.events.push(Event::Connected(node.clone()));
             let reported = sessions.computed;
             // A node that reconnects replaces its older stream.
-            sessions.live.insert(
+            sessions.insert(
                 node.clone(),
                 Session {
                     id,
@@ -240,6 +385,7 @@ impl Global {
                     reported,
                 },
             );
+            self.wake(&mut sessions);
         }
         tracing::info!(%node, "local controller connected");
         let why = loop {
@@ -262,16 +408,16 @@ impl Global {
                 Err(e) => break e.message().to_owned(),
             }
         };
-        let mut sessions = self.sessions.lock().expect("sessions");
-        if sessions.live.get(&node).is_some_and(|s| s.id == id) {
-            sessions.live.remove(&node);
+        let mut sessions = self.sessions();
+        if sessions.remove(&node, id) {
             let cycle = sessions.computed;
+            sessions
+                .events
+                .push(Event::Disconnected(node.clone(), cycle));
+            // It may have been the last one the open cycle waited for.
+            sessions.close_if_complete();
+            self.wake(&mut sessions);
             drop(sessions);
-            self.coordinator
-                .lock()
-                .expect("coordinator")
-                .cluster()
-                .node_disconnected(&node, cycle);
             tracing::warn!(%node, "local controller gone: {why}");
         }
     }
@@ -295,31 +441,93 @@ impl Control for ControlService {
     }
 }
 
+/// The time since the epoch.
+fn wall_clock() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
 /// The cycle of the wall clock at `now`, and the instant the next one begins.
 pub fn cycle_at(interval: Duration) -> (u64, Duration) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = wall_clock();
     let step = interval.as_nanos().max(1);
     let cycle = now.as_nanos() / step;
     let next = Duration::from_nanos(((cycle + 1) * step - now.as_nanos()) as u64);
     (cycle as u64, next)
 }
 
-/// The global's timer: at each cycle's deadline, computes it with what was reported.
+/// Runs the global's cycles: starts the thread that applies reports and computes, then
+/// is the timer that, at each cycle's deadline (half an interval after its boundary),
+/// has it computed with what was reported.
 pub async fn run_deadlines(global: Arc<Global>) {
+    let cycles = global.clone();
+    let started = std::thread::Builder::new()
+        .name("sluice-cycles".into())
+        .spawn(move || cycles.run_cycles());
+    if let Err(e) = started {
+        // Without it nothing is ever computed: better no daemon than a silent one.
+        tracing::error!("cannot start the cycle thread: {e}");
+        std::process::exit(1);
+    }
     loop {
-        let interval = global
-            .coordinator
-            .lock()
-            .expect("coordinator")
-            .config()
-            .interval;
+        let interval = Duration::from_nanos(global.interval_ns.load(Ordering::Relaxed));
         let (_, until_next) = cycle_at(interval);
         tokio::time::sleep(until_next + interval / 2).await;
-        let boundary = Instant::now() - interval / 2;
-        let (cycle, _) = cycle_at(interval);
         // The cycle that closed half an interval ago.
-        global.maybe_compute(cycle, boundary, true);
+        let (cycle, _) = cycle_at(interval);
+        let mut sessions = global.sessions();
+        if sessions.close(cycle) {
+            global.wake(&mut sessions);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: u64, reported: u64) -> Session {
+        Session {
+            id,
+            tx: mpsc::channel(1).0,
+            reported,
+        }
+    }
+
+    #[test]
+    fn a_cycle_closes_when_the_last_live_session_reports_it() {
+        let mut s = Sessions::default();
+        s.insert("a".into(), session(1, 0));
+        s.insert("b".into(), session(2, 0));
+        s.reported("a", 1, 5);
+        assert!(!s.close_if_complete(), "b still owes cycle 5");
+        // A report of an older stream of b's does not count.
+        s.reported("b", 9, 5);
+        assert!(!s.close_if_complete());
+        s.reported("b", 2, 5);
+        assert!(s.close_if_complete());
+        assert_eq!((s.due, s.computed), (Some(5), 5));
+        // Once closed, not again.
+        assert!(!s.close_if_complete());
+    }
+
+    #[test]
+    fn a_session_that_goes_or_is_replaced_is_no_longer_waited_for() {
+        let mut s = Sessions::default();
+        s.insert("a".into(), session(1, 0));
+        s.insert("b".into(), session(2, 0));
+        s.reported("a", 1, 7);
+        // b reconnects: its new stream owes cycle 7 as the old one did.
+        s.insert("b".into(), session(3, 0));
+        assert_eq!(s.missing, 1);
+        assert!(!s.remove("b", 2), "the old stream is gone already");
+        assert!(s.remove("b", 3));
+        assert!(s.close_if_complete());
+        // A stream that joins once cycle 7 is computed owes only the next one.
+        s.insert("c".into(), session(4, s.computed));
+        assert_eq!(s.missing, 0);
+        s.reported("a", 1, 8);
+        assert_eq!(s.missing, 1);
     }
 }

@@ -6,8 +6,10 @@
 //! own: the global (`sluice global`), and the simulator (`sluice bench control
 //! --simulate-on ADDR`, which runs [`simulate`]). The simulator's locals report on aligned
 //! timers, as real ones do: at each boundary `k·interval` of the wall clock every local
-//! sends its report of cycle `k`, with demands that change every cycle so that rates
-//! change. A cycle's latency runs from its boundary to the moment the last `Rates` of
+//! sends its report of cycle `k`. The workload is a steady state, as on a real cluster
+//! where most jobs' demands hold from one interval to the next: each cycle the demands
+//! of a rotating tenth of the locals' jobs change (within each of those locals, so that
+//! the total stays the same), and only those jobs' rates change. A cycle's latency runs from its boundary to the moment the last `Rates` of
 //! that cycle reaches its local: every local has reported, the algorithm has run and the
 //! last changed rate has arrived. All locals share one process, hence one clock.
 //!
@@ -46,8 +48,10 @@ const WARMUP: u64 = 3;
 const JOBS: usize = 3;
 /// The one pool of the bench's configuration.
 const POOL: &str = "md";
-/// A job's demand is this many ops/s times 1 to 5, moving every cycle.
+/// A job's demand is this many ops/s times 1 to 5.
 const DEMAND_STEP: f64 = 100.0;
+/// The demands of one local in this many change each cycle, in turn.
+const ROTATION: usize = 10;
 /// Locals connecting at once: more would overflow the global's accept queue.
 const CONNECTING: usize = 128;
 /// Bound of the whole connection phase, and of the global's start.
@@ -118,6 +122,11 @@ pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
         .take()
         .context("the simulator's stdout")?;
     let pids = [global.0.id(), simulator.0.id()];
+    eprintln!(
+        "workload: {} locals × {JOBS} jobs; each cycle the demands of a rotating tenth of \
+         the locals' jobs change, the others' hold",
+        o.locals
+    );
     let reading = Reading::of(BufReader::new(stdout), pids, o.locals)?;
     let status = simulator.0.wait().context("waiting for the simulator")?;
     if !status.success() {
@@ -235,8 +244,10 @@ impl Reading {
 
 /// The global's configuration: one PSFA pool that all jobs' demands never fill. With
 /// a full pool, max-min fairness would give every job above the fair share that same
-/// share, whatever its demand: most rates would never change, and a bench of changes
-/// would push next to nothing. Here every job's rate follows its demand every cycle.
+/// share, whatever its demand, and a job's rate would not follow its demand. Here PSFA
+/// gives each job its demand plus a part of the rest in proportion to it, `C·dᵢ/Σd`:
+/// since the total demand stays the same (see [`SimLocal::report`]), a job's rate
+/// changes exactly when its demand does.
 fn config_text(locals: usize) -> String {
     // Twice the largest demand of every job.
     let capacity = 2.0 * 5.0 * DEMAND_STEP * (locals * JOBS) as f64;
@@ -401,7 +412,8 @@ struct Seen {
     /// The first and the last rates received.
     first: u64,
     last: u64,
-    /// Locals that rates reached (the global sends each local one message per cycle).
+    /// Locals that rates reached (the global sends a local one message per cycle, when
+    /// one of its rates changed).
     reached: usize,
 }
 
@@ -422,9 +434,10 @@ async fn simulate_async(global: SocketAddr, o: &ControlBenchOptions) -> Result<(
         let (endpoint, tick, timeline) = (endpoint.clone(), tick.clone(), timeline.clone());
         let (ready_tx, connecting) = (ready_tx.clone(), connecting.clone());
         let interval_s = o.interval.as_secs_f64();
+        let groups = ROTATION.min(o.locals);
         tokio::spawn(async move {
             let permit = connecting.acquire_owned().await;
-            let local = SimLocal::connect(index, &endpoint, interval_s).await;
+            let local = SimLocal::connect(index, groups, &endpoint, interval_s).await;
             drop(permit);
             match local {
                 Ok(local) => {
@@ -516,6 +529,8 @@ fn until_boundary(k: u64, interval: Duration) -> Duration {
 /// One simulated local controller: its stream up and its stream down.
 struct SimLocal {
     index: usize,
+    /// Its demands move every `groups` cycles (`ROTATION`, or fewer with fewer locals).
+    groups: usize,
     node: String,
     interval_s: f64,
     up: mpsc::Sender<LocalMessage>,
@@ -524,7 +539,12 @@ struct SimLocal {
 
 impl SimLocal {
     /// Connects on a connection of its own, says hello and waits for the policy.
-    async fn connect(index: usize, endpoint: &Endpoint, interval_s: f64) -> Result<SimLocal> {
+    async fn connect(
+        index: usize,
+        groups: usize,
+        endpoint: &Endpoint,
+        interval_s: f64,
+    ) -> Result<SimLocal> {
         let node = format!("sim{index:05}");
         let channel = connect(endpoint, &ConnectOptions::default()).await?;
         // A few messages at most are in flight: one report per cycle.
@@ -550,6 +570,7 @@ impl SimLocal {
         }
         Ok(SimLocal {
             index,
+            groups,
             node,
             interval_s,
             up,
@@ -598,12 +619,24 @@ impl SimLocal {
         }
     }
 
-    /// This local's report of `cycle`: every job, each with a demand that moves every
-    /// cycle (and differs from its neighbours'), so that its rate changes.
+    /// This local's report of `cycle`: every job with its demand. The demands of one
+    /// local in [`ROTATION`] (in turn, each cycle another) move: its first job's goes up
+    /// or down by one step and its second's the other way, so that neither the local's
+    /// total nor the cluster's changes. The third's differs from its neighbours' and
+    /// holds.
     fn report(&self, cycle: u64, full: bool) -> proto::Report {
+        let offset = self.groups - 1 - self.index % self.groups;
+        // How many times this local's demands moved: once every `groups` cycles.
+        let phase = (cycle as usize + offset) / self.groups;
+        let shift = (phase % 3) as f64 - 1.0;
         let jobs = (0..JOBS)
             .map(|j| {
-                let demand = DEMAND_STEP * (1 + (self.index + j + cycle as usize) % 5) as f64;
+                let steps = match j {
+                    0 => 3.0 + shift,
+                    1 => 3.0 - shift,
+                    _ => (1 + self.index % 5) as f64,
+                };
+                let demand = DEMAND_STEP * steps;
                 let obs = ChannelObs {
                     arrivals: demand,
                     admitted: demand,

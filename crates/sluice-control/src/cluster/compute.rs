@@ -1,16 +1,181 @@
 //! One control cycle: gather each pool's jobs over their nodes, run the pool's
 //! algorithm on what the held rates and the floor leave, split each job's allocation
 //! among its nodes, and keep only the rates that changed.
+//!
+//! The cycle runs over every placement of every node at each interval, tens of
+//! thousands of them in a large cluster, so it works on flat vectors indexed by
+//! placement rather than on maps keyed by names: a name is copied only for a rate that
+//! changed, and each pool's observations keep their ids from one cycle to the next.
 
 use std::collections::BTreeMap;
 
 use sluice_policy::{Observation, Round};
 
 use super::registry::effective;
-use super::{ChannelObs, Cluster, ClusterError, Node, NodeRates, Pool, Settings, ShareView};
+use super::{ChannelObs, Cluster, ClusterError, NodeRates, Placement, Pool, Settings, ShareView};
 
-/// By node, by job, by pool: a rate.
-type Rates = BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>;
+/// One placement (a job on a node) of this cycle, in the order of the nodes, then of
+/// their jobs, by name: the order in which [`Cluster::changes`] walks them again.
+struct Entry<'a> {
+    job: &'a str,
+    connected: bool,
+    placement: &'a Placement,
+}
+
+/// The placements of one job: `order[start..end]`, its nodes by name.
+struct Job<'a> {
+    name: &'a str,
+    start: usize,
+    end: usize,
+    /// The node count the launchers reported (the largest), else the number of nodes it
+    /// is placed on.
+    size: u32,
+}
+
+/// What every pool's round of one cycle reads.
+struct Context<'a> {
+    entries: Vec<Entry<'a>>,
+    /// Indices into `entries`, grouped by job.
+    order: Vec<usize>,
+    /// Every job placed on some node, by id.
+    jobs: Vec<Job<'a>>,
+    settings: &'a BTreeMap<String, Settings>,
+    node_floor: f64,
+    interval_s: f64,
+}
+
+impl<'a> Context<'a> {
+    fn new(cluster: &'a Cluster, interval_s: f64) -> Self {
+        let mut entries = Vec::new();
+        for node in cluster.nodes.values() {
+            for (job, placement) in &node.jobs {
+                entries.push(Entry {
+                    job,
+                    connected: node.down_since.is_none(),
+                    placement,
+                });
+            }
+        }
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        // Stable: a job's placements stay in the order of their nodes.
+        order.sort_by(|&a, &b| entries[a].job.cmp(entries[b].job));
+        let mut jobs: Vec<Job<'a>> = Vec::new();
+        for (at, &e) in order.iter().enumerate() {
+            let entry = &entries[e];
+            match jobs.last_mut() {
+                Some(job) if job.name == entry.job => job.end = at + 1,
+                _ => jobs.push(Job {
+                    name: entry.job,
+                    start: at,
+                    end: at + 1,
+                    size: 0,
+                }),
+            }
+        }
+        for job in &mut jobs {
+            let reported = order[job.start..job.end]
+                .iter()
+                .map(|&e| entries[e].placement.nodes)
+                .max()
+                .unwrap_or(0);
+            job.size = if reported > 0 {
+                reported
+            } else {
+                (job.end - job.start) as u32
+            };
+        }
+        Context {
+            entries,
+            order,
+            jobs,
+            settings: &cluster.settings,
+            node_floor: cluster.tuning.node_floor,
+            interval_s,
+        }
+    }
+
+    /// One pool's round: its jobs' shares into `pool`, their per-node rates into
+    /// `fresh` (by entry, `NaN` where no rate is pushed).
+    fn run(&self, name: &str, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
+        forget_gone(pool, &self.jobs);
+        pool.shares.truncate(self.jobs.len());
+        let mut held_total = 0.0;
+        // By observation: the job it is of.
+        let mut members = Vec::new();
+        let mut count = 0;
+        for (j, job) in self.jobs.iter().enumerate() {
+            let mut g = Gathered::default();
+            for &e in &self.order[job.start..job.end] {
+                let entry = &self.entries[e];
+                let obs = entry.placement.pools.get(name).copied().unwrap_or_default();
+                let demand = demand(&obs);
+                g.all_usage += obs.admitted;
+                g.all_demand += demand;
+                if entry.connected {
+                    g.usage += obs.admitted;
+                    g.demand += demand;
+                    g.connected += 1;
+                } else {
+                    g.held += entry.placement.pushed.get(name).copied().unwrap_or(0.0);
+                }
+            }
+            held_total += g.held;
+            let setting = effective(self.settings, job.name, name);
+            // Its disconnected nodes' part now; its connected nodes' is added below.
+            let share = ShareView {
+                allocation: g.held,
+                rate: g.all_usage,
+                demand: g.all_demand,
+                limit: setting.limit.unwrap_or(g.demand),
+                weight: setting.weight.unwrap_or(f64::from(job.size)),
+            };
+            if g.connected > 0 {
+                let observation = Observation {
+                    id: String::new(),
+                    limit: share.limit,
+                    usage: g.usage,
+                    arrivals: g.demand,
+                    weight: Some(share.weight),
+                    nodes: Some(job.size),
+                    period_s: None,
+                };
+                set_observation(&mut pool.observations, count, job.name, observation);
+                members.push(j);
+                count += 1;
+            }
+            set_share(&mut pool.shares, j, job.name, share);
+        }
+        pool.observations.truncate(count);
+        pool.active = count;
+        let allocations = divide(pool, held_total, self.interval_s)?;
+        for (&j, allocation) in members.iter().zip(allocations) {
+            pool.shares[j].1.allocation += allocation;
+            self.split(&self.jobs[j], allocation, name, fresh);
+        }
+        pool.held = held_total;
+        Ok(())
+    }
+
+    /// Job `job`'s allocation among its connected nodes, into `fresh`: `node_floor` of
+    /// it equally, the rest by demand (equally when no node has any).
+    fn split(&self, job: &Job<'_>, allocation: f64, pool: &str, fresh: &mut [f64]) {
+        let connected = || {
+            self.order[job.start..job.end]
+                .iter()
+                .map(|&e| (e, &self.entries[e]))
+                .filter(|(_, entry)| entry.connected)
+                .map(|(e, entry)| {
+                    let obs = entry.placement.pools.get(pool).copied().unwrap_or_default();
+                    (e, demand(&obs))
+                })
+        };
+        let (count, total) = connected().fold((0.0, 0.0), |(n, t), (_, d)| (n + 1.0, t + d));
+        for (e, d) in connected() {
+            let part = if total > 0.0 { d / total } else { 1.0 / count };
+            fresh[e] = allocation * (self.node_floor / count + (1.0 - self.node_floor) * part);
+        }
+    }
+}
 
 /// One job's figures in one pool, over its nodes.
 #[derive(Default)]
@@ -24,74 +189,8 @@ struct Gathered {
     all_demand: f64,
     /// Σ rates last pushed to its disconnected nodes.
     held: f64,
-    /// Its connected nodes, with their demand.
-    spread: Vec<(String, f64)>,
-}
-
-/// What every pool's round of one cycle reads.
-struct Context<'a> {
-    nodes: &'a BTreeMap<String, Node>,
-    settings: &'a BTreeMap<String, Settings>,
-    /// By job: its node count.
-    sizes: BTreeMap<String, u32>,
-    node_floor: f64,
-    interval_s: f64,
-}
-
-impl Context<'_> {
-    /// One pool's round: its jobs' shares into `pool`, their per-node rates into `fresh`.
-    fn run(&self, name: &str, pool: &mut Pool, fresh: &mut Rates) -> Result<(), ClusterError> {
-        let mut shares = BTreeMap::new();
-        let mut observations = Vec::new();
-        let mut spreads = Vec::new();
-        let mut held = 0.0;
-        for (job, g) in gather(self.nodes, name) {
-            held += g.held;
-            let setting = effective(self.settings, &job, name);
-            let nodes = self.sizes.get(&job).copied().unwrap_or(1);
-            // Its disconnected nodes' part now; its connected nodes' is added below.
-            let share = ShareView {
-                allocation: g.held,
-                rate: g.all_usage,
-                demand: g.all_demand,
-                limit: setting.limit.unwrap_or(g.demand),
-                weight: setting.weight.unwrap_or(f64::from(nodes)),
-            };
-            if !g.spread.is_empty() {
-                observations.push(Observation {
-                    id: job.clone(),
-                    limit: share.limit,
-                    usage: g.usage,
-                    arrivals: g.demand,
-                    weight: Some(share.weight),
-                    nodes: Some(nodes),
-                    period_s: None,
-                });
-                spreads.push(g.spread);
-            }
-            shares.insert(job, share);
-        }
-        let allocations = divide(pool, &observations, held, self.interval_s)?;
-        for ((obs, spread), allocation) in observations.iter().zip(&spreads).zip(allocations) {
-            if let Some(share) = shares.get_mut(&obs.id) {
-                share.allocation += allocation;
-            }
-            let rates = split(allocation, spread, self.node_floor);
-            for ((node, _), rate) in spread.iter().zip(rates) {
-                let on_node = fresh.entry(node.clone()).or_default();
-                let job = on_node.entry(obs.id.clone()).or_default();
-                job.insert(name.to_owned(), rate);
-            }
-        }
-        // A job gone from the registry takes its algorithm state with it.
-        for gone in pool.shares.keys().filter(|job| !shares.contains_key(*job)) {
-            pool.allocator.forget(gone);
-        }
-        pool.shares = shares;
-        pool.active = observations.len();
-        pool.held = held;
-        Ok(())
-    }
+    /// Its connected nodes.
+    connected: usize,
 }
 
 impl Cluster {
@@ -105,60 +204,57 @@ impl Cluster {
         }
         self.drop_stale(cycle);
         self.last_cycle = Some(cycle);
-        let context = Context {
-            nodes: &self.nodes,
-            settings: &self.settings,
-            sizes: self.sizes(),
-            node_floor: self.tuning.node_floor,
-            interval_s,
-        };
-        let mut fresh = Rates::new();
-        for (name, pool) in &mut self.pools {
-            context.run(name, pool, &mut fresh)?;
-        }
-        Ok(self.changes(fresh))
-    }
-
-    /// By job: the node count the launchers reported (the largest), else the number
-    /// of nodes it is placed on.
-    fn sizes(&self) -> BTreeMap<String, u32> {
-        let mut sizes: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-        for node in self.nodes.values() {
-            for (job, placement) in &node.jobs {
-                let (reported, seen) = sizes.entry(job.clone()).or_default();
-                *reported = (*reported).max(placement.nodes);
-                *seen += 1;
+        let mut pools = std::mem::take(&mut self.pools);
+        let context = Context::new(self, interval_s);
+        let width = context.entries.len();
+        // By pool, by entry.
+        let mut fresh = vec![f64::NAN; width * pools.len()];
+        let mut result = Ok(());
+        for (p, (name, pool)) in pools.iter_mut().enumerate() {
+            result = context.run(name, pool, &mut fresh[p * width..(p + 1) * width]);
+            if result.is_err() {
+                break;
             }
         }
-        sizes
-            .into_iter()
-            .map(|(job, (reported, seen))| (job, if reported > 0 { reported } else { seen }))
-            .collect()
+        drop(context);
+        let names: Vec<&String> = pools.keys().collect();
+        let out = result.map(|()| self.changes(&names, &fresh, width));
+        drop(names);
+        self.pools = pools;
+        out
     }
 
-    /// Records `fresh` as pushed where it differs from what was, and returns those parts.
-    fn changes(&mut self, mut fresh: Rates) -> Vec<NodeRates> {
+    /// Records `fresh` (by pool, by entry) as pushed where it differs from what was,
+    /// and returns those parts.
+    fn changes(&mut self, pools: &[&String], fresh: &[f64], width: usize) -> Vec<NodeRates> {
         let tolerance = self.tuning.tolerance;
         let mut out = Vec::new();
+        let mut e = 0;
         for (name, node) in &mut self.nodes {
-            let Some(rates) = fresh.remove(name) else {
-                continue;
-            };
             let mut jobs = Vec::new();
-            for (job, pools) in rates {
-                let pushed = node.pushed.entry(job.clone()).or_default();
-                let changed: BTreeMap<String, f64> = pools
-                    .into_iter()
-                    .filter(|(pool, rate)| {
-                        pushed
-                            .get(pool)
-                            .is_none_or(|last| (rate - last).abs() > tolerance * last.abs())
-                    })
-                    .collect();
-                pushed.extend(changed.iter().map(|(pool, rate)| (pool.clone(), *rate)));
-                if !changed.is_empty() {
-                    jobs.push((job, changed));
+            for (job, placement) in &mut node.jobs {
+                let mut changed = BTreeMap::new();
+                for (p, pool) in pools.iter().enumerate() {
+                    let rate = fresh[p * width + e];
+                    if rate.is_nan() {
+                        continue;
+                    }
+                    match placement.pushed.get_mut(pool.as_str()) {
+                        Some(last) if (rate - *last).abs() <= tolerance * last.abs() => {}
+                        Some(last) => {
+                            *last = rate;
+                            changed.insert((*pool).clone(), rate);
+                        }
+                        None => {
+                            placement.pushed.insert((*pool).clone(), rate);
+                            changed.insert((*pool).clone(), rate);
+                        }
+                    }
                 }
+                if !changed.is_empty() {
+                    jobs.push((job.clone(), changed));
+                }
+                e += 1;
             }
             if !jobs.is_empty() {
                 out.push(NodeRates {
@@ -171,28 +267,50 @@ impl Cluster {
     }
 }
 
-/// Every job placed on some node, with its figures in `pool`; a pool a node never
-/// reported for the job counts as idle there.
-fn gather(nodes: &BTreeMap<String, Node>, pool: &str) -> BTreeMap<String, Gathered> {
-    let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
-    for (name, node) in nodes {
-        for (job, placement) in &node.jobs {
-            let obs = placement.pools.get(pool).copied().unwrap_or_default();
-            let demand = demand(&obs);
-            let g = gathered.entry(job.clone()).or_default();
-            g.all_usage += obs.admitted;
-            g.all_demand += demand;
-            if node.down_since.is_none() {
-                g.usage += obs.admitted;
-                g.demand += demand;
-                g.spread.push((name.clone(), demand));
-            } else {
-                let pushed = node.pushed.get(job).and_then(|rates| rates.get(pool));
-                g.held += pushed.copied().unwrap_or(0.0);
-            }
+/// Tells the pool's algorithm to forget the jobs of its last round that are not in
+/// `jobs` any more (both are sorted by id).
+fn forget_gone(pool: &mut Pool, jobs: &[Job<'_>]) {
+    let mut next = jobs.iter().map(|j| j.name).peekable();
+    for (old, _) in &pool.shares {
+        while next.next_if(|name| *name < old.as_str()).is_some() {}
+        if next.peek() != Some(&old.as_str()) {
+            pool.allocator.forget(old);
         }
     }
-    gathered
+}
+
+/// Sets `list[at]` to `observation` of `id`, keeping the id already there when it is
+/// the same job (most are from one cycle to the next): no copy of the name.
+fn set_observation(list: &mut Vec<Observation>, at: usize, id: &str, observation: Observation) {
+    if let Some(slot) = list.get_mut(at) {
+        let kept = std::mem::take(&mut slot.id);
+        *slot = observation;
+        slot.id = reuse(kept, id);
+    } else {
+        list.push(Observation {
+            id: id.to_owned(),
+            ..observation
+        });
+    }
+}
+
+/// Sets `list[at]` to `(id, share)` the same way.
+fn set_share(list: &mut Vec<(String, ShareView)>, at: usize, id: &str, share: ShareView) {
+    if let Some(slot) = list.get_mut(at) {
+        let kept = std::mem::take(&mut slot.0);
+        *slot = (reuse(kept, id), share);
+    } else {
+        list.push((id.to_owned(), share));
+    }
+}
+
+/// `id` in `buffer`, which is already it most of the time.
+fn reuse(mut buffer: String, id: &str) -> String {
+    if buffer != id {
+        buffer.clear();
+        buffer.push_str(id);
+    }
+    buffer
 }
 
 /// A job's unthrottled demand on one node: the node's estimate, but never less than
@@ -201,13 +319,10 @@ fn demand(obs: &ChannelObs) -> f64 {
     obs.demand.max(obs.arrivals)
 }
 
-/// `f + algorithm(max(C − H − F, 0))` for every job: see the module's docs.
-fn divide(
-    pool: &mut Pool,
-    jobs: &[Observation],
-    held: f64,
-    interval_s: f64,
-) -> Result<Vec<f64>, ClusterError> {
+/// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round: see the
+/// module's docs.
+fn divide(pool: &mut Pool, held: f64, interval_s: f64) -> Result<Vec<f64>, ClusterError> {
+    let jobs = &pool.observations;
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -230,18 +345,4 @@ fn divide(
         *rate += each;
     }
     Ok(rates)
-}
-
-/// A job's allocation among its connected nodes: `node_floor` of it equally, the rest
-/// by demand (equally when no node has any).
-fn split(allocation: f64, spread: &[(String, f64)], node_floor: f64) -> Vec<f64> {
-    let count = spread.len() as f64;
-    let total: f64 = spread.iter().map(|(_, d)| d).sum();
-    spread
-        .iter()
-        .map(|(_, d)| {
-            let part = if total > 0.0 { d / total } else { 1.0 / count };
-            allocation * (node_floor / count + (1.0 - node_floor) * part)
-        })
-        .collect()
 }

@@ -81,7 +81,7 @@ mod view;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use sluice_policy::{Allocator, Params, PolicyError, Problem};
+use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
 pub use view::{JobView, NodeView, PoolView, ShareView};
@@ -242,8 +242,10 @@ pub struct Cluster {
 struct Pool {
     plan: PoolPlan,
     allocator: Box<dyn Allocator>,
-    /// By job, as of the last compute.
-    shares: BTreeMap<String, ShareView>,
+    /// By job, sorted by id, as of the last compute.
+    shares: Vec<(String, ShareView)>,
+    /// The last round's observations, kept so that the next one reuses their ids.
+    observations: Vec<Observation>,
     /// Jobs in the last round.
     active: usize,
     /// `H` of the last compute.
@@ -257,10 +259,8 @@ struct Node {
     down_since: Option<u64>,
     /// The cycle of its last report.
     last_report: Option<u64>,
-    /// By job: what its last reports said.
+    /// By job: what its last reports said, and what was pushed.
     jobs: BTreeMap<String, Placement>,
-    /// By job, by pool: the rates last pushed, which the node enforces.
-    pushed: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 /// One job on one node.
@@ -270,6 +270,8 @@ struct Placement {
     nodes: u32,
     launchers: u32,
     pools: BTreeMap<String, ChannelObs>,
+    /// By pool: the rates last pushed, which the node enforces.
+    pushed: BTreeMap<String, f64>,
 }
 
 /// A job's settings: for every pool, and per pool.

@@ -6,7 +6,7 @@ use sluice_policy::registry::{self, Policy};
 use sluice_policy::{Allocator, Problem};
 
 use super::{
-    ChannelObs, Cluster, ClusterError, JobSetting, NodeJob, Pool, PoolPlan, Settings, Tuning,
+    ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Pool, PoolPlan, Settings, Tuning,
 };
 
 impl Cluster {
@@ -63,8 +63,8 @@ impl Cluster {
             }
         }
         for node in self.nodes.values_mut() {
-            for rates in node.pushed.values_mut() {
-                rates.retain(|pool, _| next.contains_key(pool));
+            for placement in node.jobs.values_mut() {
+                placement.pushed.retain(|pool, _| next.contains_key(pool));
             }
         }
         self.pools = next;
@@ -130,12 +130,11 @@ impl Cluster {
         jobs: Vec<NodeJob>,
         ended: Vec<String>,
     ) {
-        let entry = self.nodes.entry(node.to_owned()).or_default();
+        let entry = self.node_mut(node);
         entry.down_since = None;
         entry.last_report = Some(cycle);
         if full {
             entry.jobs.clear();
-            entry.pushed.clear();
         }
         for report in jobs {
             let placement = entry.jobs.entry(report.job).or_default();
@@ -148,16 +147,17 @@ impl Cluster {
         }
         for job in ended {
             entry.jobs.remove(&job);
-            entry.pushed.remove(&job);
         }
     }
 
     /// `node`'s local controller connected: what was pushed to it is forgotten, so the
     /// next compute sends it every rate.
     pub fn node_connected(&mut self, node: &str) {
-        let entry = self.nodes.entry(node.to_owned()).or_default();
+        let entry = self.node_mut(node);
         entry.down_since = None;
-        entry.pushed.clear();
+        for placement in entry.jobs.values_mut() {
+            placement.pushed.clear();
+        }
     }
 
     /// `node`'s local controller went away at `cycle`: its rates stay counted, and its
@@ -166,6 +166,15 @@ impl Cluster {
         if let Some(entry) = self.nodes.get_mut(node) {
             entry.down_since.get_or_insert(cycle);
         }
+    }
+
+    /// `node`'s entry, made when new; its name is copied only then (every node
+    /// reports every cycle).
+    fn node_mut(&mut self, node: &str) -> &mut Node {
+        if !self.nodes.contains_key(node) {
+            self.nodes.insert(node.to_owned(), Node::default());
+        }
+        self.nodes.get_mut(node).expect("just made")
     }
 
     /// Drops the nodes disconnected for `stale_after` cycles or more at `cycle`.
@@ -183,7 +192,8 @@ impl Pool {
         Pool {
             plan,
             allocator,
-            shares: BTreeMap::new(),
+            shares: Vec::new(),
+            observations: Vec::new(),
             active: 0,
             held: 0.0,
         }

@@ -101,8 +101,8 @@ impl Cluster {
                 name: name.clone(),
                 capacity: pool.plan.capacity,
                 algorithm: pool.plan.algorithm.clone(),
-                allocated: pool.shares.values().map(|s| s.allocation).sum(),
-                used: pool.shares.values().map(|s| s.rate).sum(),
+                allocated: pool.shares.iter().map(|(_, s)| s.allocation).sum(),
+                used: pool.shares.iter().map(|(_, s)| s.rate).sum(),
                 held: pool.held,
                 jobs: pool.active,
             })
@@ -138,7 +138,10 @@ impl Cluster {
     fn shares_of(&self, job: &str) -> BTreeMap<String, ShareView> {
         self.pools
             .iter()
-            .filter_map(|(name, pool)| pool.shares.get(job).map(|s| (name.clone(), *s)))
+            .filter_map(|(name, pool)| {
+                let at = pool.shares.binary_search_by(|(j, _)| j.as_str().cmp(job));
+                at.ok().map(|at| (name.clone(), pool.shares[at].1))
+            })
             .collect()
     }
 }

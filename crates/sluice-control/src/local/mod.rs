@@ -94,9 +94,17 @@ impl Local {
             last_rates_cycle: 0,
             sent: BTreeMap::new(),
         };
-        if let Some(c) = &local.coordinator {
-            let policy = c.lock().expect("coordinator").policy();
-            local.policy = Policy::from_proto(&policy)?;
+        match &local.coordinator {
+            Some(c) => {
+                let policy = c.lock().expect("coordinator").policy();
+                local.policy = Policy::from_proto(&policy)?;
+            }
+            // Until the global answers, the pools and rules it sent last stay in force.
+            None => {
+                if let Some(p) = state_dir::load_policy(&local.state_dir) {
+                    local.policy = p;
+                }
+            }
         }
         for record in state_dir::load(&local.state_dir)? {
             let id = record.job.clone();
@@ -232,6 +240,9 @@ impl Local {
 
     /// Puts pools and admin rules in force on every job.
     pub fn apply_policy(&mut self, policy: Policy) {
+        if self.coordinator.is_none() && policy != self.policy {
+            state_dir::save_policy(&self.state_dir, &policy);
+        }
         self.policy = policy;
         for (id, job) in &mut self.jobs {
             if let Err(e) = job.apply_policy(&self.policy) {

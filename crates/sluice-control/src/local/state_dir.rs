@@ -57,3 +57,39 @@ pub fn save(state_dir: &Path, record: &JobRecord) {
 pub fn forget(state_dir: &Path, job: &str) {
     let _ = std::fs::remove_file(record_path(state_dir, job));
 }
+
+/// The pools and admin rules last received from the global, as rule texts.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedPolicy {
+    pools: Vec<String>,
+    rules: Vec<String>,
+}
+
+fn policy_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("policy.json")
+}
+
+/// Keeps the policy in force, so that a restarted local enforces it before its global
+/// answers; a failure is logged.
+pub fn save_policy(state_dir: &Path, policy: &super::Policy) {
+    let saved = SavedPolicy {
+        pools: policy.pools.iter().map(ToString::to_string).collect(),
+        rules: policy.rules.iter().map(ToString::to_string).collect(),
+    };
+    let text = serde_json::to_vec_pretty(&saved).expect("a policy serializes");
+    if let Err(e) = write_atomically(&policy_path(state_dir), &text) {
+        tracing::warn!("cannot save the policy: {e}");
+    }
+}
+
+/// The policy saved last, if any and readable.
+pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
+    let bytes = std::fs::read(policy_path(state_dir)).ok()?;
+    let saved: SavedPolicy = serde_json::from_slice(&bytes).ok()?;
+    let proto = crate::proto::Policy {
+        pools: saved.pools,
+        rules: saved.rules,
+        interval_s: 0.0,
+    };
+    super::Policy::from_proto(&proto).ok()
+}
