@@ -17,7 +17,7 @@ use crate::proto::admin_client::AdminClient;
 use crate::proto::admin_server::Admin;
 use crate::proto::{
     Empty, JobInfo, JobSetRequest, JobsReply, NameRequest, PoolListReply, PoolSetRequest,
-    PoolShare, RuleChangeRequest, RuleListReply, RuleStartRequest, StatusReply,
+    RuleChangeRequest, RuleListReply, RuleStartRequest, StatusReply,
 };
 use crate::transport::{ConnectOptions, Endpoint, check_bearer, connect, peer_cred};
 
@@ -201,16 +201,7 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
             pools: j
                 .pools
                 .into_iter()
-                .map(|(name, s)| {
-                    let share = PoolShare {
-                        allocation: s.allocation,
-                        rate: s.rate,
-                        demand: s.demand,
-                        limit: s.limit,
-                        weight: s.weight,
-                    };
-                    (name, share)
-                })
+                .map(|(name, s)| (name, s.into()))
                 .collect(),
         })
         .collect();

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::{ChannelObs, NodeJob, NodeRates};
+use crate::cluster::{NodeJob, NodeRates};
 use crate::coordinator::Coordinator;
 use crate::proto::control_server::Control;
 use crate::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
@@ -309,20 +309,7 @@ impl Global {
                 user: j.user,
                 nodes: j.nodes,
                 launchers: j.launchers,
-                pools: j
-                    .pools
-                    .into_iter()
-                    .map(|(k, c)| {
-                        let obs = ChannelObs {
-                            arrivals: c.arrivals,
-                            admitted: c.admitted,
-                            wait: c.wait,
-                            waiting: c.waiting,
-                            demand: c.demand,
-                        };
-                        (k, obs)
-                    })
-                    .collect(),
+                pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
             })
             .collect();
         let event = Event::Report {

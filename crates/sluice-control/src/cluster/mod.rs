@@ -118,6 +118,55 @@ pub struct ChannelObs {
     pub demand: f64,
 }
 
+// The same five figures travel in the protocol and come out of the segment's counters.
+impl From<crate::proto::ChannelObs> for ChannelObs {
+    fn from(c: crate::proto::ChannelObs) -> Self {
+        ChannelObs {
+            arrivals: c.arrivals,
+            admitted: c.admitted,
+            wait: c.wait,
+            waiting: c.waiting,
+            demand: c.demand,
+        }
+    }
+}
+
+impl From<ChannelObs> for crate::proto::ChannelObs {
+    fn from(c: ChannelObs) -> Self {
+        crate::proto::ChannelObs {
+            arrivals: c.arrivals,
+            admitted: c.admitted,
+            wait: c.wait,
+            waiting: c.waiting,
+            demand: c.demand,
+        }
+    }
+}
+
+impl From<sluice_core::observe::ChannelRates> for ChannelObs {
+    fn from(r: sluice_core::observe::ChannelRates) -> Self {
+        ChannelObs {
+            arrivals: r.arrivals,
+            admitted: r.admitted,
+            wait: r.wait,
+            waiting: r.waiting,
+            demand: r.demand,
+        }
+    }
+}
+
+impl From<ShareView> for crate::proto::PoolShare {
+    fn from(s: ShareView) -> Self {
+        crate::proto::PoolShare {
+            allocation: s.allocation,
+            rate: s.rate,
+            demand: s.demand,
+            limit: s.limit,
+            weight: s.weight,
+        }
+    }
+}
+
 /// One job's report from one node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeJob {

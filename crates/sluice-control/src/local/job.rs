@@ -251,13 +251,7 @@ impl LocalJob {
         let mut pools = BTreeMap::new();
         let mut rules = BTreeMap::new();
         for ((channel, _), r) in self.watched.iter().zip(rates) {
-            let obs = ChannelObs {
-                arrivals: r.arrivals,
-                admitted: r.admitted,
-                wait: r.wait,
-                waiting: r.waiting,
-                demand: r.demand,
-            };
+            let obs = ChannelObs::from(r);
             match channel {
                 Channel::Pool(name) => pools.insert(name.clone(), obs),
                 Channel::Rule(name) => rules.insert(name.clone(), obs),

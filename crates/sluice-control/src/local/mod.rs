@@ -302,20 +302,7 @@ fn alive(pid: u32) -> bool {
 
 /// The report of one interval as the protocol carries it.
 pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> proto::Report {
-    let obs = |m: BTreeMap<String, ChannelObs>| {
-        m.into_iter()
-            .map(|(k, c)| {
-                let c = proto::ChannelObs {
-                    arrivals: c.arrivals,
-                    admitted: c.admitted,
-                    wait: c.wait,
-                    waiting: c.waiting,
-                    demand: c.demand,
-                };
-                (k, c)
-            })
-            .collect()
-    };
+    let obs = |m: BTreeMap<String, ChannelObs>| m.into_iter().map(|(k, c)| (k, c.into())).collect();
     let mut rules = o.rules;
     proto::Report {
         cycle,
