@@ -270,9 +270,7 @@ impl Local {
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
-}
 
-impl Local {
     /// Keeps in `observed` only what changed since the last report sent up, unless
     /// `full`; remembers what is sent.
     pub fn delta(&mut self, observed: &mut Observed, full: bool) {
