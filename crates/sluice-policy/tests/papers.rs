@@ -83,6 +83,18 @@ fn padll_psfa_when_a_job_ends_the_others_share_its_rate_by_usage() {
 }
 
 #[test]
+fn psfa_a_job_that_asked_for_its_reservation_keeps_it_through_a_dip() {
+    // job1 is held at its 15 kops/s and asks for more, but a descheduled interval
+    // admitted only 14: the paper's rule would cut it to 14.25 and spread the rest by
+    // usage; sluice sees the 20 it asked for and keeps its reservation.
+    let mut jobs = padll_jobs(&DEMANDS);
+    jobs[0].usage = 14_000.0;
+    jobs[0].arrivals = 20_000.0;
+    let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    assert_eq!(rates, vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+}
+
+#[test]
 fn padll_proportional_sharing_serves_small_demands_first() {
     // Demands above Max_R: job4 (60) is cut to what the others leave.
     let jobs = [

@@ -11,6 +11,13 @@ use crate::share::spread_leftover;
 /// above its limit is given its limit; neither more than its fair share of what is
 /// left. What remains is then spread in proportion to usage, so the whole capacity is
 /// handed out to the jobs that are actually using it.
+///
+/// One departure from the paper: a job that *asked* for its limit (arrivals ≥ limit)
+/// counts as using it even when its admitted rate fell a little short. Under the
+/// paper's rule a job held at its reservation loses ε-steps of it to every dip of its
+/// measured rate (a descheduled process, an interval boundary) and never quite gets it
+/// back; the paper's controller could not tell such a dip from a falling demand, sluice's
+/// can.
 #[derive(Debug, Clone, Copy)]
 pub struct Psfa {
     epsilon: f64,
@@ -48,7 +55,7 @@ impl Allocator for Psfa {
         for (served, &i) in round.by_limit_then_id().iter().enumerate() {
             let fair = left / (jobs.len() - served) as f64;
             let job = &jobs[i];
-            let want = if job.usage <= job.limit {
+            let want = if job.usage <= job.limit && job.arrivals < job.limit {
                 job.usage + self.epsilon * (job.limit - job.usage)
             } else {
                 job.limit
