@@ -33,7 +33,7 @@ use anyhow::{Context, Result, bail};
 use sluice_control::cluster::{ChannelObs, NodeJob};
 use sluice_control::config::format_duration;
 use sluice_control::global::cycle_at;
-use sluice_control::local::{Observed, report_message};
+use sluice_control::local::{Deltas, Observed, report_message};
 use sluice_control::proto::control_client::ControlClient;
 use sluice_control::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
 use sluice_control::transport::{ConnectOptions, Endpoint, connect};
@@ -124,8 +124,10 @@ pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
     let pids = [global.0.id(), simulator.0.id()];
     eprintln!(
         "workload: {} locals × {JOBS} jobs; each cycle the demands of a rotating tenth of \
-         the locals' jobs change, the others' hold",
-        o.locals
+         the locals' jobs change, the others' hold (and are left out of reports, as real \
+         locals leave out jobs within {:.0} % of what they last sent)",
+        o.locals,
+        sluice_control::local::TOLERANCE * 100.0
     );
     let reading = Reading::of(BufReader::new(stdout), pids, o.locals)?;
     let status = simulator.0.wait().context("waiting for the simulator")?;
@@ -535,6 +537,8 @@ struct SimLocal {
     interval_s: f64,
     up: mpsc::Sender<LocalMessage>,
     down: Streaming<GlobalMessage>,
+    /// What it sent of each job: as a real local, it leaves out jobs that hold.
+    sent: Deltas,
 }
 
 impl SimLocal {
@@ -575,6 +579,7 @@ impl SimLocal {
             interval_s,
             up,
             down,
+            sent: Deltas::default(),
         })
     }
 
@@ -619,12 +624,13 @@ impl SimLocal {
         }
     }
 
-    /// This local's report of `cycle`: every job with its demand. The demands of one
+    /// This local's report of `cycle`: the jobs whose demand moved (every job when
+    /// `full`), as a real local leaves out those that hold. The demands of one
     /// local in [`ROTATION`] (in turn, each cycle another) move: its first job's goes up
     /// or down by one step and its second's the other way, so that neither the local's
     /// total nor the cluster's changes. The third's differs from its neighbours' and
     /// holds.
-    fn report(&self, cycle: u64, full: bool) -> proto::Report {
+    fn report(&mut self, cycle: u64, full: bool) -> proto::Report {
         let offset = self.groups - 1 - self.index % self.groups;
         // How many times this local's demands moved: once every `groups` cycles.
         let phase = (cycle as usize + offset) / self.groups;
@@ -653,11 +659,11 @@ impl SimLocal {
                 }
             })
             .collect();
-        let observed = Observed {
+        let mut observed = Observed {
             jobs,
-            rules: BTreeMap::new(),
-            ended: Vec::new(),
+            ..Observed::default()
         };
+        self.sent.keep_changed(&mut observed, full);
         report_message(cycle, self.interval_s, full, observed)
     }
 }

@@ -8,6 +8,7 @@
 //! adopts them and resumes control; meanwhile the applications run on at the rates last
 //! written, since the stage needs nothing but its segment.
 
+mod delta;
 mod job;
 mod node;
 mod state_dir;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+pub use delta::{Deltas, TOLERANCE};
 pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
 pub use uplink::run_uplink;
@@ -52,15 +54,16 @@ pub struct Local {
     pub cycle: u64,
     /// Cycle of the last rates received.
     pub last_rates_cycle: u64,
-    /// Per job, the pool observations last sent up: a job whose observations did not
-    /// change is left out of the next report (the global keeps what it had).
-    sent: BTreeMap<String, BTreeMap<String, ChannelObs>>,
+    /// What was last sent up of each job: a job whose observations hold is left out
+    /// of the next report (the global keeps what it had).
+    sent: Deltas,
 }
 
 /// A handle on the local controller's state.
 pub type Shared = Arc<Mutex<Local>>;
 
 /// One interval's report of the node: per job, per pool and per rule.
+#[derive(Debug, Default)]
 pub struct Observed {
     /// Per job, for the computation.
     pub jobs: Vec<NodeJob>,
@@ -92,7 +95,7 @@ impl Local {
             interval,
             cycle: 0,
             last_rates_cycle: 0,
-            sent: BTreeMap::new(),
+            sent: Deltas::default(),
         };
         match &local.coordinator {
             Some(c) => {
@@ -271,23 +274,10 @@ impl Local {
         &self.policy
     }
 
-    /// Keeps in `observed` only what changed since the last report sent up, unless
-    /// `full`; remembers what is sent.
+    /// Keeps in `observed` only the jobs that changed since they were last sent up,
+    /// unless `full`.
     pub fn delta(&mut self, observed: &mut Observed, full: bool) {
-        if full {
-            self.sent.clear();
-        }
-        for gone in &observed.ended {
-            self.sent.remove(gone);
-        }
-        let sent = &mut self.sent;
-        observed.jobs.retain(|j| {
-            let same = sent.get(&j.job) == Some(&j.pools);
-            if !same {
-                sent.insert(j.job.clone(), j.pools.clone());
-            }
-            full || !same
-        });
+        self.sent.keep_changed(observed, full);
     }
 }
 
