@@ -13,8 +13,10 @@ mod daemons;
 mod demo;
 mod identity;
 mod load;
+mod replay;
 mod rule_cmd;
 mod run;
+mod trace;
 
 use clap::{Parser, Subcommand};
 
@@ -49,6 +51,10 @@ enum Command {
     Rule(rule_cmd::RuleCmd),
     Alloc(alloc::AllocArgs),
     Load(load::LoadArgs),
+    Replay(replay::ReplayArgs),
+    /// Metadata traces for `sluice replay`: make synthetic ones, check and summarise them.
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
     /// Measure sluice's own costs.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -80,6 +86,8 @@ fn main() {
         Command::Rule(c) => c.run(),
         Command::Alloc(a) => a.run(),
         Command::Load(a) => a.run(),
+        Command::Replay(a) => a.run(),
+        Command::Trace(c) => c.run(),
         Command::Bench(c) => c.run(),
         Command::Demo(a) => a.run(),
     };

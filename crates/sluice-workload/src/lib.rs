@@ -5,6 +5,11 @@
 //! - [`load`]: a closed-loop load of chosen file-system operations on a directory, by
 //!   several threads, reporting the achieved rate every second; run it under
 //!   `sluice run` to see a rule hold it.
+//! - [`ior`]: IOR-like sequential reads and writes (a file per process or one shared
+//!   file), and periodic applications (compute, then an I/O phase, repeated).
+//! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
+//!   [`synth`] makes them with the statistics of a production Lustre file system.
+//! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
 //! - [`plot`]: rates and allocations over time as a PNG chart, for experiments and the demo.
 //! - [`bench_stage`]: the stage's admission path measured in process (managed with a
 //!   rule that never throttles, unmanaged, and scaling over threads).
@@ -13,9 +18,15 @@
 //!   time per local.
 //!
 //! Loads call libc directly, one call per operation, so that what the stage counts is
-//! exactly what the load did.
+//! exactly what the load did (see [`calls`]).
 
 pub mod bench_control;
 pub mod bench_stage;
+pub mod calls;
+pub mod ior;
 pub mod load;
+mod meter;
 pub mod plot;
+pub mod replay;
+pub mod synth;
+pub mod trace;
