@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
-# made caller of vfork, memfd and large reads). The conformance suites install their own.
+# made caller of vfork, memfd and large reads), and Prometheus. The conformance suites
+# install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
 [[ -x /usr/bin/python3 ]] || missing+=(python3)
+# A real Prometheus scrapes the global's /metrics (tests/metrics.rs).
+command -v prometheus >/dev/null || missing+=(prometheus)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2
@@ -14,4 +17,4 @@ fi
 echo "tests/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq "${missing[@]}" >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -60,7 +60,8 @@ pub struct LocalArgs {
     /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
     #[arg(long, value_name = "DUR")]
     interval: Option<String>,
-    /// The JSON API (single-node mode), e.g. 127.0.0.1:7402.
+    /// HTTP: /metrics for Prometheus, and in single-node mode the JSON API under
+    /// /api/v1 (with --global the API is the global's), e.g. 127.0.0.1:7402.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// This node's name (default: the host name).
@@ -88,14 +89,6 @@ impl LocalArgs {
                     .map_err(|e| Usage(format!("--global: {e}")))
             })
             .transpose()?;
-        if self.http.is_some() && global.is_some() {
-            return Err(Usage(
-                "--http: a local serves the JSON API in single-node mode only; with --global, \
-                 use the global's --http"
-                    .into(),
-            )
-            .into());
-        }
         let token = match &self.token_file {
             Some(p) => Some(read_token_file(p)?),
             None => None,

@@ -6,23 +6,15 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::daemons::{Daemon, Local, daemon_dir, wait_for};
+use common::daemons::{Daemon, Local, daemon_dir, free_port, wait_for};
 use common::sluice_bin;
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// One HTTP/1.1 request; returns (status, body).
 fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {

@@ -16,7 +16,9 @@ use crate::admin::{AdminService, Auth, ForwardAdmin, Hooks};
 use crate::config::ControlConfig;
 use crate::coordinator::Coordinator;
 use crate::global::{ControlService, Global, cycle_at, run_deadlines};
+use crate::http::{api_router, metrics_router};
 use crate::local::{Local, NodeService, Policy, Shared, report_message, run_uplink};
+use crate::metrics::Metrics;
 use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
@@ -173,6 +175,8 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     // credentials.
     let incoming = bind_unix(&o.socket, 0o666).await?;
     let cycle_us = Arc::new(Mutex::new(Vec::new()));
+    let metrics = o.http.map(|_| Arc::new(Metrics::default()));
+    let scrape = metrics.clone().map(|m| metrics_router(move || m.encode()));
     let node =
         NodeServer::new(NodeService::new(local.clone())).max_decoding_message_size(MAX_MESSAGE);
     let router = Server::builder().add_service(node);
@@ -184,22 +188,29 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
                 cycle_us: cycle_us.clone(),
             };
             let admin = Arc::new(AdminService::new(c.clone(), hooks, auth));
-            if let Some(addr) = o.http {
-                spawn_http(addr, admin.clone());
+            if let (Some(addr), Some(scrape)) = (o.http, scrape) {
+                spawn_http(addr, api_router(admin.clone()).merge(scrape));
             }
             router.add_service(AdminServer::from_arc(admin))
         }
-        (None, Some(global)) => router.add_service(AdminServer::new(ForwardAdmin {
-            global: global.clone(),
-            options: o.connect.clone(),
-            auth,
-        })),
+        (None, Some(global)) => {
+            // The admin API is the global's; a local in a cluster serves its own
+            // figures only.
+            if let (Some(addr), Some(scrape)) = (o.http, scrape) {
+                spawn_http(addr, scrape);
+            }
+            router.add_service(AdminServer::new(ForwardAdmin {
+                global: global.clone(),
+                options: o.connect.clone(),
+                auth,
+            }))
+        }
         (None, None) => unreachable!("a local is single-node or has a global"),
     };
     if let Some(global) = o.global.clone() {
         tokio::spawn(run_uplink(local.clone(), global, o.connect.clone()));
     }
-    tokio::spawn(local_ticks(local.clone(), cycle_us));
+    tokio::spawn(local_ticks(local.clone(), cycle_us, metrics));
     tokio::spawn(reload_on_hup(coordinator.clone(), {
         let local = local.clone();
         move |policy| local.lock().expect("local").apply_policy(policy)
@@ -244,7 +255,7 @@ async fn reload_on_hup(
 
 /// The local's cycle: at each boundary of the wall clock, observe every job, then
 /// compute (single-node) or report up (cluster).
-async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>) {
+async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Option<Arc<Metrics>>) {
     loop {
         let interval = local.lock().expect("local").interval;
         let (_, until) = cycle_at(interval);
@@ -259,7 +270,12 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>) {
                 let node = l.node.clone();
                 c.cluster()
                     .report(&node, cycle, true, observed.jobs, observed.ended);
-                c.compute(cycle)
+                let rates = c.compute(cycle);
+                if let Some(m) = &metrics {
+                    m.cycle_took(start.elapsed().as_secs_f64());
+                    m.record_cycle(cycle, &c.jobs(), &c.pools(), interval.as_secs_f64());
+                }
+                rates
             };
             match rates {
                 Ok(rates) => {
@@ -276,6 +292,9 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>) {
             }
             times.push(start.elapsed().as_secs_f64() * 1e6);
         } else if let Some(tx) = l.uplink.clone() {
+            if let Some(m) = &metrics {
+                m.record_node(cycle, &l.node, &observed.jobs, interval.as_secs_f64());
+            }
             let full = std::mem::take(&mut l.full_next);
             let mut observed = observed;
             l.delta(&mut observed, full);
@@ -327,11 +346,11 @@ impl Hooks for GlobalHooks {
     }
 }
 
-/// Serves the JSON API; a failure to listen ends the daemon (an administrator asked
-/// for it, and would otherwise find it silently missing).
-fn spawn_http<H: Hooks>(addr: SocketAddr, admin: Arc<AdminService<H>>) {
+/// Serves `routes` (the JSON API, `/metrics`); a failure to listen ends the daemon (an
+/// administrator asked for it, and would otherwise find it silently missing).
+fn spawn_http(addr: SocketAddr, routes: axum::Router) {
     tokio::spawn(async move {
-        if let Err(e) = crate::http::serve(addr, admin).await {
+        if let Err(e) = crate::http::serve(addr, routes).await {
             tracing::error!("{e:#}");
             std::process::exit(1);
         }
@@ -346,7 +365,8 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         (Some(cert), Some(key)) => Some(server_tls(cert, key)?),
         _ => None,
     };
-    let global = Global::new(Coordinator::new(config, o.config.clone())?);
+    let metrics = o.http.map(|_| Arc::new(Metrics::default()));
+    let global = Global::new(Coordinator::new(config, o.config.clone())?, metrics);
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;
@@ -365,7 +385,12 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         auth,
     ));
     if let Some(addr) = o.http {
-        spawn_http(addr, admin.clone());
+        let g = global.clone();
+        let scrape = move || g.scrape().unwrap_or_default();
+        spawn_http(
+            addr,
+            api_router(admin.clone()).merge(metrics_router(scrape)),
+        );
     }
     let admin = AdminServer::from_arc(admin);
     tokio::spawn(run_deadlines(global.clone()));

@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::cluster::{NodeJob, NodeRates};
 use crate::coordinator::Coordinator;
+use crate::metrics::Metrics;
 use crate::proto::control_server::Control;
 use crate::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
 
@@ -53,6 +54,9 @@ pub struct Global {
     /// Durations of recent cycles, microseconds (from the cycle's boundary to the rates
     /// queued to every local).
     pub cycle_us: Mutex<Vec<f64>>,
+    /// What `/metrics` exports, when it is served: kept up by the cycle thread after
+    /// each cycle's rates are out, so that it never delays them.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Default)]
@@ -156,8 +160,8 @@ impl Sessions {
 }
 
 impl Global {
-    /// A global controller over `coordinator`.
-    pub fn new(coordinator: Coordinator) -> Arc<Global> {
+    /// A global controller over `coordinator`, keeping `metrics` when given.
+    pub fn new(coordinator: Coordinator, metrics: Option<Arc<Metrics>>) -> Arc<Global> {
         let interval = coordinator.config().interval;
         Arc::new(Global {
             coordinator: Arc::new(Mutex::new(coordinator)),
@@ -167,6 +171,7 @@ impl Global {
             next_session: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             cycle_us: Mutex::new(Vec::new()),
+            metrics,
         })
     }
 
@@ -257,7 +262,20 @@ impl Global {
                 times.remove(0);
             }
             times.push(since_ns as f64 / 1e3);
+            drop(times);
+            if let Some(m) = &self.metrics {
+                m.cycle_took(since_ns as f64 / 1e9);
+                let c = self.coordinator.lock().expect("coordinator");
+                m.record_cycle(cycle, &c.jobs(), &c.pools(), interval.as_secs_f64());
+            }
         }
+    }
+
+    /// The `/metrics` text, with the connected locals and dropped messages as of now.
+    pub fn scrape(&self) -> Option<String> {
+        let m = self.metrics.as_ref()?;
+        m.set_control(self.locals(), self.dropped.load(Ordering::Relaxed));
+        Some(m.encode())
     }
 
     /// Queues cycle `cycle`'s changed rates to their locals.

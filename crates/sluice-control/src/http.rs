@@ -13,6 +13,8 @@
 //! | `PATCH /api/v1/rules/{name}` | `{"change":"rate=R [burst=N]"}` | 204 |
 //! | `DELETE /api/v1/rules/{name}` | | 204 |
 //!
+//! and `GET /metrics` (OpenMetrics, see [`crate::metrics`]).
+//!
 //! Changes need `Authorization: Bearer TOKEN` when a token file is configured, and come
 //! from loopback otherwise. Every refusal is a 4xx with `{"error":"one line"}`, and
 //! changes nothing.
@@ -69,7 +71,7 @@ type Api<H> = Arc<AdminService<H>>;
 type Answer = Result<Response, ApiError>;
 
 /// The API's routes over an Admin service.
-pub fn router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
+pub fn api_router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
     Router::new()
         .route("/api/v1/status", get(status::<H>))
         .route("/api/v1/jobs", get(jobs::<H>))
@@ -93,15 +95,31 @@ pub fn router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
         .with_state(admin)
 }
 
-/// Serves the API on `addr` until the process ends.
-pub async fn serve<H: Hooks>(addr: SocketAddr, admin: Arc<AdminService<H>>) -> anyhow::Result<()> {
+/// `GET /metrics`: what `scrape` encodes, as OpenMetrics text.
+pub fn metrics_router(scrape: impl Fn() -> String + Clone + Send + Sync + 'static) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || async move {
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )],
+                scrape(),
+            )
+        }),
+    )
+}
+
+/// Serves `routes` on `addr` until the process ends.
+pub async fn serve(addr: SocketAddr, routes: Router) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    tracing::info!(%addr, "JSON API ready");
+    tracing::info!(%addr, "HTTP ready");
     axum::serve(
         listener,
-        router(admin).into_make_service_with_connect_info::<SocketAddr>(),
+        routes.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .await?;
     Ok(())

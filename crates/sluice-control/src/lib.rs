@@ -17,6 +17,7 @@
 //! - [`local`]: the local controller: attached jobs, their segments, observation.
 //! - [`admin`]: the Admin service, and who may change things; [`http`]: the same as a
 //!   JSON API under `/api/v1`.
+//! - [`metrics`]: `/metrics` for Prometheus.
 //! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
 //! - [`segment_file`]: a job's segment as a file, changed live.
 //! - [`identity`]: users and groups from the system's database.
@@ -30,6 +31,7 @@ pub mod global;
 pub mod http;
 pub mod identity;
 pub mod local;
+pub mod metrics;
 pub mod segment_file;
 pub mod transport;
 

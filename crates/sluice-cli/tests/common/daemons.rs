@@ -250,3 +250,11 @@ pub fn busiest_second(times: &[u64]) -> usize {
 pub fn daemon_dir() -> TempDir {
     tmp_dir()
 }
+
+/// A TCP port free on loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}

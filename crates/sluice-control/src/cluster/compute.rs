@@ -111,6 +111,8 @@ impl<'a> Context<'a> {
                 let demand = demand(&obs);
                 g.all_usage += obs.admitted;
                 g.all_demand += demand;
+                g.all_arrivals += obs.arrivals;
+                g.all_wait += obs.wait;
                 if entry.connected {
                     g.usage += obs.admitted;
                     g.demand += demand;
@@ -126,6 +128,8 @@ impl<'a> Context<'a> {
                 allocation: g.held,
                 rate: g.all_usage,
                 demand: g.all_demand,
+                arrivals: g.all_arrivals,
+                wait: g.all_wait,
                 limit: setting.limit.unwrap_or(g.demand),
                 weight: setting.weight.unwrap_or(f64::from(job.size)),
             };
@@ -184,9 +188,11 @@ struct Gathered {
     usage: f64,
     /// Σ max(demand, arrivals) over its connected nodes.
     demand: f64,
-    /// Both over every node it is placed on, for the views.
+    /// Over every node it is placed on, for the views.
     all_usage: f64,
     all_demand: f64,
+    all_arrivals: f64,
+    all_wait: f64,
     /// Σ rates last pushed to its disconnected nodes.
     held: f64,
     /// Its connected nodes.

@@ -16,6 +16,10 @@ pub struct ShareView {
     pub rate: f64,
     /// Its estimated unthrottled demand, over all its nodes.
     pub demand: f64,
+    /// Calls per second that reached the gate, over all its nodes.
+    pub arrivals: f64,
+    /// Thread-seconds per second its threads spent waiting, over all its nodes.
+    pub wait: f64,
     /// The limit the algorithm was given: the setting, else the demand over its
     /// connected nodes.
     pub limit: f64,
@@ -101,8 +105,8 @@ impl Cluster {
                 name: name.clone(),
                 capacity: pool.plan.capacity,
                 algorithm: pool.plan.algorithm.clone(),
-                allocated: pool.shares.iter().map(|(_, s)| s.allocation).sum(),
-                used: pool.shares.iter().map(|(_, s)| s.rate).sum(),
+                allocated: sum(pool.shares.iter().map(|(_, s)| s.allocation)),
+                used: sum(pool.shares.iter().map(|(_, s)| s.rate)),
                 held: pool.held,
                 jobs: pool.active,
             })
@@ -144,4 +148,9 @@ impl Cluster {
             })
             .collect()
     }
+}
+
+/// Σ `figures`, 0 (not Rust's −0) when there are none: administrators read these.
+fn sum(figures: impl Iterator<Item = f64>) -> f64 {
+    figures.fold(0.0, |a, b| a + b)
 }

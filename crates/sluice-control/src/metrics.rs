@@ -1,0 +1,331 @@
+//! `/metrics`: what the controllers saw and decided, in OpenMetrics text for Prometheus.
+//!
+//! Labels are bounded by what a cluster has: jobs, users, pools and nodes; never a
+//! process or a path. A job's series are removed when it ends, so a long-running
+//! controller does not grow with every job it ever saw. The job's label is `job_id`:
+//! Prometheus gives every scraped series a `job` label of its own (the scrape job),
+//! and would rename ours to `exported_job`.
+//!
+//! Counters are the per-second figures of each interval times its length, added up: on
+//! the global, from the locals' reports; on a local, from its own observations of the
+//! segments. `rate()` over them gives back the job's rates.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::cluster::{ChannelObs, JobView, NodeJob, PoolView, ShareView};
+
+/// A job in a pool (on a node, for a local's own figures; empty on the global).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobLabels {
+    /// The resource manager's job id.
+    pub job_id: String,
+    /// The job's user.
+    pub user: String,
+    /// The pool.
+    pub pool: String,
+    /// The node, on a local's figures; empty on the global's.
+    pub node: String,
+}
+
+/// A pool.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PoolLabels {
+    /// The pool.
+    pub pool: String,
+}
+
+type FloatCounter = Family<JobLabels, Counter<f64, AtomicU64>>;
+type FloatGauge<L> = Family<L, Gauge<f64, AtomicU64>>;
+
+/// Every metric a controller exports.
+pub struct Metrics {
+    registry: Registry,
+    arrivals: FloatCounter,
+    admitted: FloatCounter,
+    wait: FloatCounter,
+    allocation: FloatGauge<JobLabels>,
+    demand: FloatGauge<JobLabels>,
+    capacity: FloatGauge<PoolLabels>,
+    allocated: FloatGauge<PoolLabels>,
+    used: FloatGauge<PoolLabels>,
+    cycle_seconds: Histogram,
+    locals: Gauge,
+    dropped: Counter,
+    /// The label sets exported now, to remove those of jobs and pools that are gone.
+    live: Mutex<(HashSet<JobLabels>, HashSet<PoolLabels>)>,
+    /// The last cycle recorded.
+    last_cycle: Mutex<Option<u64>>,
+}
+
+/// Cycles counted at most for one record: past that the controller was stopped or
+/// stalled, and what happened meanwhile is unknown rather than steady.
+const MAX_CATCH_UP: u64 = 10;
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("sluice");
+        let m = Metrics {
+            arrivals: FloatCounter::default(),
+            admitted: FloatCounter::default(),
+            wait: FloatCounter::default(),
+            allocation: FloatGauge::default(),
+            demand: FloatGauge::default(),
+            capacity: FloatGauge::default(),
+            allocated: FloatGauge::default(),
+            used: FloatGauge::default(),
+            // 100 µs to about 1.6 s.
+            cycle_seconds: Histogram::new(exponential_buckets(1e-4, 2.0, 15)),
+            locals: Gauge::default(),
+            dropped: Counter::default(),
+            live: Mutex::default(),
+            last_cycle: Mutex::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "job_arrivals",
+            "Calls of the job that reached the gate of the pool (units: calls)",
+            m.arrivals.clone(),
+        );
+        r.register(
+            "job_admitted",
+            "Units of the job admitted by the pool: calls, or bytes for a pool of bytes",
+            m.admitted.clone(),
+        );
+        r.register(
+            "job_wait_seconds",
+            "Thread-seconds the job's threads spent waiting at the pool",
+            m.wait.clone(),
+        );
+        r.register(
+            "job_allocation",
+            "The job's allocation in the pool, units per second, as of the last cycle",
+            m.allocation.clone(),
+        );
+        r.register(
+            "job_demand",
+            "The job's estimated unthrottled demand in the pool, units per second",
+            m.demand.clone(),
+        );
+        r.register(
+            "pool_capacity",
+            "The pool's capacity, units per second",
+            m.capacity.clone(),
+        );
+        r.register(
+            "pool_allocated",
+            "Sum of the jobs' allocations in the pool, units per second",
+            m.allocated.clone(),
+        );
+        r.register(
+            "pool_used",
+            "Sum of the jobs' admitted rates in the pool, units per second",
+            m.used.clone(),
+        );
+        r.register(
+            "cycle_duration_seconds",
+            "From a cycle's boundary to its rates queued to every local",
+            m.cycle_seconds.clone(),
+        );
+        r.register(
+            "locals_connected",
+            "Local controllers connected",
+            m.locals.clone(),
+        );
+        r.register(
+            "messages_dropped",
+            "Messages to a local not sent because its queue was full",
+            m.dropped.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+}
+
+impl Metrics {
+    /// Computed cycle `cycle` of intervals of `interval_s` seconds: every job's share in
+    /// every pool, and the pools. A cycle the global skipped (it computes the latest
+    /// one reported when it falls behind) is counted at the rates of the next.
+    pub fn record_cycle(&self, cycle: u64, jobs: &[JobView], pools: &[PoolView], interval_s: f64) {
+        let interval_s = interval_s * self.intervals_to(cycle);
+        let mut live_jobs = HashSet::new();
+        for job in jobs {
+            for (pool, share) in &job.pools {
+                let labels = JobLabels {
+                    job_id: job.job.clone(),
+                    user: job.user.clone(),
+                    pool: pool.clone(),
+                    node: String::new(),
+                };
+                self.add(&labels, share_obs(share), interval_s);
+                self.allocation.get_or_create(&labels).set(share.allocation);
+                self.demand.get_or_create(&labels).set(share.demand);
+                live_jobs.insert(labels);
+            }
+        }
+        let mut live_pools = HashSet::new();
+        for pool in pools {
+            let labels = PoolLabels {
+                pool: pool.name.clone(),
+            };
+            self.capacity.get_or_create(&labels).set(pool.capacity);
+            self.allocated.get_or_create(&labels).set(pool.allocated);
+            self.used.get_or_create(&labels).set(pool.used);
+            live_pools.insert(labels);
+        }
+        self.keep(live_jobs, Some(live_pools));
+    }
+
+    /// Cycle `cycle` of a local's own observations on `node` (rates over the time since
+    /// its previous observation, which a late tick stretches over several intervals).
+    pub fn record_node(&self, cycle: u64, node: &str, jobs: &[NodeJob], interval_s: f64) {
+        let interval_s = interval_s * self.intervals_to(cycle);
+        let mut live = HashSet::new();
+        for job in jobs {
+            for (pool, obs) in &job.pools {
+                let labels = JobLabels {
+                    job_id: job.job.clone(),
+                    user: job.user.clone(),
+                    pool: pool.clone(),
+                    node: node.to_owned(),
+                };
+                self.add(&labels, *obs, interval_s);
+                self.demand.get_or_create(&labels).set(obs.demand);
+                live.insert(labels);
+            }
+        }
+        self.keep(live, None);
+    }
+
+    /// A cycle's duration, seconds.
+    pub fn cycle_took(&self, seconds: f64) {
+        self.cycle_seconds.observe(seconds);
+    }
+
+    /// The control loop as of a scrape: local controllers connected now, and messages
+    /// to locals dropped since the start.
+    pub fn set_control(&self, locals: usize, dropped: u64) {
+        self.locals.set(locals as i64);
+        self.dropped
+            .inc_by(dropped.saturating_sub(self.dropped.get()));
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+
+    /// Intervals from the last cycle recorded to `cycle`, which becomes the last.
+    fn intervals_to(&self, cycle: u64) -> f64 {
+        let mut last = self.last_cycle.lock().expect("metrics");
+        let n = match *last {
+            Some(l) if cycle > l => (cycle - l).min(MAX_CATCH_UP),
+            Some(_) => 0,
+            None => 1,
+        };
+        *last = Some(cycle.max(last.unwrap_or(0)));
+        n as f64
+    }
+
+    fn add(&self, labels: &JobLabels, per_sec: ChannelObs, interval_s: f64) {
+        self.arrivals
+            .get_or_create(labels)
+            .inc_by(per_sec.arrivals * interval_s);
+        self.admitted
+            .get_or_create(labels)
+            .inc_by(per_sec.admitted * interval_s);
+        self.wait
+            .get_or_create(labels)
+            .inc_by(per_sec.wait * interval_s);
+    }
+
+    /// Removes the series of jobs (and, given, pools) not in `jobs` (`pools`).
+    fn keep(&self, jobs: HashSet<JobLabels>, pools: Option<HashSet<PoolLabels>>) {
+        let mut live = self.live.lock().expect("metrics");
+        for gone in live.0.difference(&jobs) {
+            self.arrivals.remove(gone);
+            self.admitted.remove(gone);
+            self.wait.remove(gone);
+            self.allocation.remove(gone);
+            self.demand.remove(gone);
+        }
+        live.0 = jobs;
+        if let Some(pools) = pools {
+            for gone in live.1.difference(&pools) {
+                self.capacity.remove(gone);
+                self.allocated.remove(gone);
+                self.used.remove(gone);
+            }
+            live.1 = pools;
+        }
+    }
+}
+
+/// A share's per-second figures as an observation, for the counters.
+fn share_obs(s: &ShareView) -> ChannelObs {
+    ChannelObs {
+        arrivals: s.arrivals,
+        admitted: s.rate,
+        wait: s.wait,
+        waiting: 0,
+        demand: s.demand,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn job(id: &str, rate: f64) -> JobView {
+        JobView {
+            job: id.to_owned(),
+            user: "alice".to_owned(),
+            nodes: vec!["n0".to_owned()],
+            launchers: 1,
+            pools: BTreeMap::from([(
+                "md".to_owned(),
+                ShareView {
+                    allocation: 2.0 * rate,
+                    rate,
+                    arrivals: rate,
+                    ..ShareView::default()
+                },
+            )]),
+        }
+    }
+
+    #[test]
+    fn counters_add_up_each_interval_and_an_ended_job_s_series_go() {
+        let m = Metrics::default();
+        m.record_cycle(1, &[job("7", 100.0), job("8", 10.0)], &[], 0.5);
+        m.record_cycle(2, &[job("7", 300.0), job("8", 10.0)], &[], 0.5);
+        let text = m.encode();
+        let line = r#"sluice_job_admitted_total{job_id="7",user="alice",pool="md",node=""} 200.0"#;
+        assert!(text.contains(line), "{text}");
+        assert!(
+            text.contains(
+                r#"sluice_job_allocation{job_id="7",user="alice",pool="md",node=""} 600.0"#
+            )
+        );
+        // Cycle 4 stands for 3 too.
+        m.record_cycle(4, &[job("7", 300.0)], &[], 0.5);
+        let text = m.encode();
+        assert!(!text.contains(r#"job_id="8""#), "{text}");
+        assert!(text.contains(
+            r#"sluice_job_admitted_total{job_id="7",user="alice",pool="md",node=""} 500.0"#
+        ));
+    }
+}
