@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
-# made caller of vfork, memfd and large reads), and Prometheus. The conformance suites
+# made caller of vfork, memfd and large reads), Prometheus and tmux. The conformance suites
 # install their own.
 set -euo pipefail
 missing=()
@@ -9,6 +9,8 @@ command -v cc >/dev/null || missing+=(gcc libc6-dev)
 [[ -x /usr/bin/python3 ]] || missing+=(python3)
 # A real Prometheus scrapes the global's /metrics (tests/metrics.rs).
 command -v prometheus >/dev/null || missing+=(prometheus)
+# `sluice top` is tested in a real terminal (tests/top.rs).
+command -v tmux >/dev/null || missing+=(tmux)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2

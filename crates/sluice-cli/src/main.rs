@@ -16,6 +16,7 @@ mod load;
 mod replay;
 mod rule_cmd;
 mod run;
+mod top;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,7 @@ enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCmd),
     Demo(demo::DemoArgs),
+    Top(top::TopArgs),
 }
 
 /// Bad input: reported with exit code 2.
@@ -90,6 +92,7 @@ fn main() {
         Command::Trace(c) => c.run(),
         Command::Bench(c) => c.run(),
         Command::Demo(a) => a.run(),
+        Command::Top(a) => a.run(),
     };
     let code = match result {
         Ok(code) => code,

@@ -163,6 +163,7 @@ impl From<ShareView> for crate::proto::PoolShare {
             demand: s.demand,
             limit: s.limit,
             weight: s.weight,
+            wait: s.wait,
         }
     }
 }
