@@ -325,7 +325,7 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                 .iter()
                 .map(|(name, s)| {
                     let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
-                        "demand": s.demand, "limit": s.limit, "weight": s.weight});
+                        "demand": s.demand, "limit": s.limit, "weight": s.weight, "wait": s.wait});
                     (name.clone(), share)
                 })
                 .collect();

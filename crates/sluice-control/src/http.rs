@@ -13,6 +13,9 @@
 //! | `PATCH /api/v1/rules/{name}` | `{"change":"rate=R [burst=N]"}` | 204 |
 //! | `DELETE /api/v1/rules/{name}` | | 204 |
 //!
+//! | `GET /api/v1/events` | | server-sent events: a `snapshot` of status, jobs, pools and rules every interval (at least every second) |
+//! | `GET /` | | the live dashboard (one self-contained page over `/api/v1/events`) |
+//!
 //! and `GET /metrics` (OpenMetrics, see [`crate::metrics`]).
 //!
 //! Changes need `Authorization: Bearer TOKEN` when a token file is configured, and come
@@ -25,11 +28,14 @@ use std::sync::Arc;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_stream::wrappers::IntervalStream;
+use tokio_stream::{Stream, StreamExt};
 
 use crate::admin::{AdminService, Change, Hooks, jobs_json, pools_json, status_json};
 use crate::proto::{JobSetRequest, PoolSetRequest, RuleChangeRequest};
@@ -73,6 +79,8 @@ type Answer = Result<Response, ApiError>;
 /// The API's routes over an Admin service.
 pub fn api_router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
     Router::new()
+        .route("/", get(dashboard))
+        .route("/api/v1/events", get(events::<H>))
         .route("/api/v1/status", get(status::<H>))
         .route("/api/v1/jobs", get(jobs::<H>))
         .route("/api/v1/jobs/{job}", put(job_set::<H>))
@@ -161,6 +169,44 @@ fn done() -> Answer {
 
 fn json_answer(v: Value) -> Answer {
     Ok(Json(v).into_response())
+}
+
+/// The live dashboard: one page with everything it needs inline (no CDN, nothing
+/// fetched but `/api/v1/events`), so it works on a cluster without internet.
+async fn dashboard() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("dashboard.html"))
+}
+
+/// How often `/api/v1/events` sends a snapshot: every interval, but at least every
+/// second (the dashboard's promise) and at most every 100 ms.
+fn event_period(interval_s: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(interval_s.clamp(0.1, 1.0))
+}
+
+/// `GET /api/v1/events`: server-sent events, one `snapshot` per period:
+/// `{"t": seconds since the epoch, "status", "jobs", "pools", "rules"}`.
+async fn events<H: Hooks>(
+    State(api): State<Api<H>>,
+) -> Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let period = event_period(api.status().interval_s);
+    let ticks = IntervalStream::new(tokio::time::interval(period));
+    let stream = ticks.map(move |_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let snapshot = json!({
+            "t": t,
+            "status": status_json(&api.status()),
+            "jobs": jobs_json(&api.jobs())["jobs"],
+            "pools": pools_json(&api.pools())["pools"],
+            "rules": api.rules().rules,
+        });
+        Ok(Event::default()
+            .event("snapshot")
+            .data(snapshot.to_string()))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
 async fn status<H: Hooks>(State(api): State<Api<H>>) -> Answer {

@@ -1,0 +1,116 @@
+//! The live dashboard: the page is served whole by the controller (nothing fetched from
+//! elsewhere), and its event stream sends a snapshot at least every second in which both
+//! running jobs move and stay within their allocations.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::daemons::{Local, daemon_dir, free_port};
+use common::{Scratch, c_prog, path_str, tmp_dir};
+use serde_json::Value;
+
+fn request(port: u16, path: &str) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the dashboard");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    s
+}
+
+#[test]
+fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
+    let dir = daemon_dir();
+    let http = free_port();
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+                  capacity = \"3k/s\"\nalgorithm = \"psfa\"\n";
+    let addr = format!("127.0.0.1:{http}");
+    let local = Local::start(dir.path(), config, &["--http", &addr], None);
+
+    let mut page = String::new();
+    request(http, "/").read_to_string(&mut page).unwrap();
+    assert!(
+        page.starts_with("HTTP/1.1 200") || page.starts_with("HTTP/1.0 200"),
+        "{page}"
+    );
+    assert!(page.contains("EventSource(\"api/v1/events\")"));
+    for outside in ["src=\"http", "href=\"http", "src=\"//", "import "] {
+        assert!(
+            !page.contains(outside),
+            "the page fetches from elsewhere: {outside}"
+        );
+    }
+
+    let s = Scratch::new();
+    let (out_a, out_b) = (tmp_dir(), tmp_dir());
+    let rate = c_prog("rate");
+    let mut jobs = [("A", &out_a), ("B", &out_b)].map(|(job, out)| {
+        local.job(
+            job,
+            &["--mount", &s.file],
+            &[&rate, "one", &s.file, &path_str(out.path()), "6000"],
+        )
+    });
+    let events = request(http, "/api/v1/events");
+    events
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut lines = BufReader::new(events).lines();
+    let start = Instant::now();
+    let mut last_at = Instant::now();
+    let mut longest_gap = Duration::ZERO;
+    let mut rates: Vec<(f64, f64, f64, f64)> = Vec::new();
+    while start.elapsed() < Duration::from_secs(5) {
+        let line = lines
+            .next()
+            .expect("the event stream ended")
+            .expect("no event within 3 s");
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        longest_gap = longest_gap.max(last_at.elapsed());
+        last_at = Instant::now();
+        let v: Value = serde_json::from_str(data).unwrap();
+        let share = |job: &str| {
+            v["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|j| j["job"] == job)
+                .map(|j| {
+                    let s = &j["pools"]["md"];
+                    (
+                        s["rate"].as_f64().unwrap(),
+                        s["allocation"].as_f64().unwrap(),
+                    )
+                })
+        };
+        if let (Some(a), Some(b)) = (share("A"), share("B")) {
+            rates.push((a.0, a.1, b.0, b.1));
+        }
+    }
+    for j in &mut jobs {
+        assert!(j.wait().unwrap().success());
+    }
+    eprintln!(
+        "{} snapshots with both jobs, longest gap {longest_gap:?}",
+        rates.len()
+    );
+    assert!(
+        longest_gap <= Duration::from_millis(1100),
+        "a gap of {longest_gap:?}"
+    );
+    assert!(rates.len() >= 5, "{rates:?}");
+    // Once both run steadily (after two intervals), each within its allocation.
+    for &(ra, aa, rb, ab) in &rates[3..] {
+        assert!(
+            ra <= aa * 1.05 + 10.0 && rb <= ab * 1.05 + 10.0,
+            "{rates:?}"
+        );
+    }
+    let first = rates[0];
+    assert!(
+        rates.iter().any(|r| r.0 != first.0 && r.2 != first.2),
+        "the lines do not move: {rates:?}"
+    );
+}
