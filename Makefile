@@ -35,11 +35,13 @@ rust-tests: build
 conformance: build
 	bash tests/conformance/run-all.sh
 
-## Figures, not tests: the stage's admission path, real stat and open loops with and
-## without the stage, and the control algorithms.
+## Figures, not tests: the stage's admission path; real stat, open and printf loops
+## natively, under a bare forwarding preload and under the stage, as ratios to this
+## machine's clock_gettime; 200 MiB through stdio under a bytes rule; the algorithms.
 bench: build
 	@$(BIN) bench stage --threads 2
 	@bash tests/bench/loops.sh
+	@bash tests/bench/stdio.sh
 	@$(BIN) bench alloc
 
 ## Regenerate docs/operations.md from the hook table.

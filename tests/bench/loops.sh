@@ -1,29 +1,108 @@
 #!/usr/bin/env bash
-# Times a C stat loop and an open+close loop on tmpfs without the stage, with the stage
-# managing the file (catch-all rule whose rate is never reached), and with the stage
-# judging the file unmanaged; prints ns per call and what the stage adds. The three are
-# run in turn, 11 rounds, and the best of each is kept: interleaving cancels the drift a
-# time-shared machine shows between minutes.
+# What the stage adds to a call, measured on real programs (tests/c/bench_loop.c) and
+# expressed so that figures from different machines compare:
+#   - per call: a stat loop and an open+close loop on tmpfs, printf to a file and to
+#     /dev/null; each without any preload (native), under a bare forwarding preload
+#     (tests/bench/forward.c: the floor of any interposer), under the stage managing the
+#     file (a catch-all rule whose rate is never reached) and under the stage judging it
+#     unmanaged (the mount is elsewhere);
+#   - each overhead (variant − native) also as a multiple of this machine's
+#     clock_gettime(CLOCK_MONOTONIC) and of the forwarding preload's own overhead;
+#   - scaling: calls per second of one process of a job, and of two at once (distinct
+#     files, the same job's segment), with the same for native processes.
+# Variants run in turn, ROUNDS times (default 11), and each figure is the median of its
+# rounds: interleaving cancels the drift a time-shared machine shows between minutes.
+# Environment: SLUICE_BIN_DIR (default target/release), ROUNDS.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${SLUICE_BIN_DIR:-$root/target/release}
+rounds=${ROUNDS:-11}
 work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
-mkdir -p "$work/managed" && touch "$work/managed/f"
-best() { sort -n | head -1; }
-printf '%-12s %10s %10s %8s %10s %8s\n' loop "base ns" managed "+ns" unmanaged "+ns"
-for op in stat open; do
-  n=$([ "$op" = stat ] && echo 200000 || echo 100000)
-  : > "$work/base"; : > "$work/man"; : > "$work/unm"
-  for _ in $(seq 11); do
-    "$work/loop" "$op" "$work/managed/f" "$n" >> "$work/base"
-    "$bin/sluice" run --rule 'rate=1000000M/s' --mount "$work/managed" -- "$work/loop" "$op" "$work/managed/f" "$n" >> "$work/man"
-    "$bin/sluice" run --rule 'rate=1000000M/s' --mount /scratch-not-here -- "$work/loop" "$op" "$work/managed/f" "$n" >> "$work/unm"
-  done
-  base=$(best < "$work/base"); man=$(best < "$work/man"); unm=$(best < "$work/unm")
-  calls=$([ "$op" = stat ] && echo 1 || echo 2)
-  awk -v op="$op" -v b="$base" -v m="$man" -v u="$unm" -v c="$calls" 'BEGIN {
-    printf "%-12s %10.1f %10.1f %8.1f %10.1f %8.1f   (per call: +%.1f managed, +%.1f unmanaged; ratio %.3f)\n",
-      op, b, m, m - b, u, u - b, (m - b) / c, (u - b) / c, m / b }'
-done
+cc -O2 -shared -fPIC -o "$work/forward.so" "$root/tests/bench/forward.c" -ldl
+mkdir -p "$work/managed" && touch "$work/managed/f" "$work/managed/g"
+export SLUICE_STAGE=$bin/libsluice_stage.so
+rule='rate=1000000M/s'
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# run VARIANT OP FILE N OUT: one run of the loop; prints ns per call.
+run() {
+    local variant=$1 op=$2 file=$3 n=$4 out=$5
+    case $variant in
+    native) "$work/loop" "$op" "$file" "$n" ;;
+    forward) LD_PRELOAD=$work/forward.so "$work/loop" "$op" "$file" "$n" ;;
+    managed) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/loop" "$op" "$file" "$n" ;;
+    unmanaged) "$bin/sluice" run --rule "$rule" --mount /scratch-not-here -- "$work/loop" "$op" "$file" "$n" ;;
+    esac 2>&1 >"$out"
+}
+
+# ROUNDS runs of `clock_gettime`, the yardstick.
+for _ in $(seq "$rounds"); do "$work/loop" clock - 2000000 2>&1; done >"$work/clock"
+clock=$(median <"$work/clock")
+printf 'clock_gettime(CLOCK_MONOTONIC): %.1f ns (median of %d runs)\n\n' "$clock" "$rounds"
+
+printf '%-18s %9s %9s %9s %9s | %-26s %-26s %s\n' loop "native" forward managed unmanaged \
+    "managed: +ns (×clock ×fwd)" "unmanaged: +ns (×clock ×fwd)" "forward +ns"
+# loop LABEL OP FILE N OUT CALLS VARIANTS...: CALLS calls per iteration.
+loop() {
+    local label=$1 op=$2 file=$3 n=$4 out=$5 calls=$6
+    shift 6
+    local v
+    rm -f "$work"/r-*
+    for v in "$@"; do : >"$work/r-$v"; done
+    for _ in $(seq "$rounds"); do
+        for v in "$@"; do run "$v" "$op" "$file" "$n" "$out" >>"$work/r-$v"; done
+    done
+    local nat fwd man=- unm=-
+    nat=$(median <"$work/r-native")
+    fwd=$(median <"$work/r-forward")
+    [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed")
+    [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged")
+    awk -v l="$label" -v b="$nat" -v f="$fwd" -v m="$man" -v u="$unm" -v c="$calls" -v k="$clock" 'BEGIN {
+        fo = (f - b) / c
+        cell = "%+7.1f (%5.2f× %s)"
+        split("", out)
+        n = split(m " " u, vs, " ")
+        for (i = 1; i <= 2; i++) {
+            if (vs[i] == "-") { out[i] = "—"; continue }
+            o = (vs[i] - b) / c
+            x = fo >= 0.5 ? sprintf("%5.1f×", o / fo) : "  n/a"
+            out[i] = sprintf(cell, o, o / k, x)
+        }
+        printf "%-18s %9.1f %9.1f %9s %9s | %-26s %-26s %+.1f\n", l, b, f, m, u, out[1], out[2], fo
+    }'
+}
+loop stat stat "$work/managed/f" 100000 /dev/null 1 native forward managed unmanaged
+loop "open+close" open "$work/managed/f" 50000 /dev/null 2 native forward managed unmanaged
+loop "printf → file" printf - 1000000 "$work/managed/out" 1 native forward managed unmanaged
+loop "printf → /dev/null" printf - 1000000 /dev/null 1 native forward unmanaged
+printf '\n(per-call figures: ns; open+close per call; printf to /dev/null is never managed)\n\n'
+
+# Scaling: one process, then two at once on distinct files, 1 s each; calls per second.
+scale() {
+    local variant=$1 two
+    for _ in $(seq "$rounds"); do
+        case $variant in
+        native)
+            "$work/loop" statfor "$work/managed/f" 1000 2>&1 >/dev/null | tr '\n' ' '
+            two=$( ("$work/loop" statfor "$work/managed/f" 1000 & "$work/loop" statfor "$work/managed/g" 1000; wait) 2>&1 >/dev/null | awk '{ s += $1 } END { print s }')
+            ;;
+        managed)
+            "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/loop" statfor "$work/managed/f" 1000 2>&1 >/dev/null | tr '\n' ' '
+            two=$("$bin/sluice" run --rule "$rule" --mount "$work/managed" -- sh -c \
+                "'$work/loop' statfor '$work/managed/f' 1000 & '$work/loop' statfor '$work/managed/g' 1000; wait" 2>&1 >/dev/null | awk '{ s += $1 } END { print s }')
+            ;;
+        esac
+        echo "$two"
+    done >"$work/scale"
+    local one two
+    one=$(cut -d' ' -f1 "$work/scale" | median)
+    two=$(cut -d' ' -f2 "$work/scale" | median)
+    awk -v v="$variant" -v a="$one" -v b="$two" 'BEGIN {
+        printf "%-9s 1 process %9.0f calls/s, 2 processes %9.0f calls/s: %.2f×\n", v, a, b, b / a
+    }'
+}
+printf 'stat, 1 s per run, median of %d runs (one job: the two processes share its segment)\n' "$rounds"
+scale native
+scale managed

@@ -179,6 +179,28 @@ impl LocalCache {
         false
     }
 
+    /// Spends up to `cost` units from the batch, if it is fresh at `coarse_now`, and
+    /// returns the units it did not cover, which the caller reserves on the shared cell.
+    ///
+    /// A call charged only once it has run (it could not say its size before) settles
+    /// from the batch first: otherwise the batch its admission reserved would expire
+    /// unspent, and such calls ran 7% under their rate. When the batch does not cover
+    /// it, the batch is spent: the thread's next call must go to the shared cell, and
+    /// wait there for what this one owes (a batch that stayed fresh would let calls
+    /// charged nothing before pass until the coarse clock moved, 4 ms of unheld bytes).
+    #[inline]
+    pub fn spend(&mut self, generation: u32, coarse_now: u64, cost: u64) -> u64 {
+        if self.generation != generation || coarse_now >= self.valid_until {
+            return cost;
+        }
+        let used = self.units.min(cost);
+        self.units -= used;
+        if used < cost {
+            self.valid_until = 0;
+        }
+        cost - used
+    }
+
     /// Reserves `cost` units at the precise time `now` on the shared cell, with a new
     /// batch when the rate and burst leave room for one. `coarse_res` is how far the
     /// clock `take` is given may lag. Returns the instant to wait for, as [`reserve`].
@@ -388,6 +410,24 @@ mod tests {
         assert!(max_window <= 10_000_000 + 100_000, "{max_window}");
         let total: u64 = per_ms.iter().sum();
         assert!(total >= 29_000_000, "{total}");
+    }
+
+    #[test]
+    fn spending_after_the_call_uses_the_batch_first() {
+        let limit = Limit::new(10_000_000, 100_000);
+        let cell = AtomicU64::new(0);
+        let mut c = LocalCache::new();
+        c.refill(&cell, limit, 0, 0, 0, 0);
+        let batch = c.units;
+        assert!(batch > 10);
+        assert_eq!(c.spend(0, 0, 10), 0);
+        assert_eq!(c.spend(0, 0, batch), 10, "only what the batch still held");
+        assert!(
+            !c.take(0, 0, 0),
+            "a spent batch sends the next call to the cell"
+        );
+        c.refill(&cell, limit, 0, 0, 0, 0);
+        assert_eq!(c.spend(1, 0, 5), 5, "a batch of another generation");
     }
 
     #[test]

@@ -235,24 +235,45 @@ impl Gate<'_> {
             bump(&c.bytes, moved, owned);
         }
         if let Some(ch) = ticket.channel {
-            self.settle(shard, owned, clock, ch, moved);
+            self.settle(ts, shard, owned, clock, ch, moved);
         }
         let asked = asked(ticket.size);
         for ch in self.compiled.pools(ticket.op, ticket.place, asked) {
-            self.settle(shard, owned, clock, self.charged(ch, ticket.size), moved);
+            self.settle(
+                ts,
+                shard,
+                owned,
+                clock,
+                self.charged(ch, ticket.size),
+                moved,
+            );
         }
     }
 
-    /// Counts `ch`'s admission; a bytes channel settles on what the call moved.
+    /// Counts `ch`'s admission; a bytes channel settles on what the call moved, bytes
+    /// beyond its charge from the thread's batch first.
     #[inline]
-    fn settle(&self, shard: &Shard, owned: bool, clock: &impl Clock, ch: Channel, moved: u64) {
+    fn settle(
+        &self,
+        ts: &mut ThreadState,
+        shard: &Shard,
+        owned: bool,
+        clock: &impl Clock,
+        ch: Channel,
+        moved: u64,
+    ) {
         let c = &shard.channels[ch.index as usize];
         bump(&c.admitted, 1, owned);
         if ch.bytes {
             bump(&c.bytes, moved, owned);
-            let bucket = self.segment.bucket(ch.index as usize);
+            let i = ch.index as usize;
+            let bucket = self.segment.bucket(i);
             if moved > ch.cost {
-                let _ = reserve(bucket, bucket.limit(), clock.now_ns(), moved - ch.cost);
+                let owed =
+                    ts.caches[i].spend(bucket.generation(), clock.coarse_ns(), moved - ch.cost);
+                if owed > 0 {
+                    let _ = reserve(bucket, bucket.limit(), clock.now_ns(), owed);
+                }
             } else if moved < ch.cost {
                 refund(bucket, bucket.limit(), clock.now_ns(), ch.cost - moved);
             }

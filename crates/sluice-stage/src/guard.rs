@@ -1,41 +1,124 @@
-//! The re-entrancy guard and this thread's admission state, in one const thread-local.
+//! The re-entrancy guard and this thread's admission state, in one thread-local block.
 //!
 //! A call the stage makes itself (dlsym may open files) and a call from a signal handler
 //! that interrupts a hook while it admits must go straight to the real function; so does
 //! everything before the stage is ready. The flag and the thread's counters and token
-//! batches share one thread-local, so a managed call pays for one TLS lookup. It is
-//! const-initialised and has no destructor, so reading it never allocates and works
-//! during thread start and teardown.
+//! batches share one block, so a call pays for one thread-local lookup.
+//!
+//! The block is the C shim's, in the initial-exec TLS model: stable Rust gives a
+//! preloaded library only general-dynamic thread-locals, each reached through a call of
+//! `__tls_get_addr`. An initial-exec block lies at a fixed distance from the thread
+//! pointer, the same in every thread; once that distance is known the block is one
+//! register read and an add away. It is zero when a thread starts and has no destructor,
+//! so reading it never allocates and works during thread start and teardown; the state
+//! is laid in on the thread's first entry.
 
 use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 use sluice_core::gate::ThreadState;
 
 struct Local {
     busy: Cell<bool>,
+    /// Whether `state` holds a `ThreadState::new()` yet (the block starts as zeros).
+    ready: Cell<bool>,
     state: UnsafeCell<ThreadState>,
 }
 
-thread_local! {
-    static LOCAL: Local = const { Local { busy: Cell::new(false), state: UnsafeCell::new(ThreadState::new()) } };
+/// The size the shim gives the block (build.rs sets it for both languages).
+const TLS_BYTES: usize = parse(env!("SLUICE_TLS_BYTES"));
+
+const _: () = assert!(
+    size_of::<Local>() <= TLS_BYTES && align_of::<Local>() <= 64,
+    "guard::Local outgrew the shim's thread-local block: raise TLS_BYTES in build.rs"
+);
+
+const fn parse(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as usize;
+        i += 1;
+    }
+    n
+}
+
+unsafe extern "C" {
+    /// This thread's block (shim.c).
+    fn sluice_tls_block() -> *mut u8;
+    /// The block's distance from the thread pointer (shim.c).
+    fn sluice_tls_offset() -> isize;
+}
+
+/// The block's distance from the thread pointer, 0 until first asked (no initial-exec
+/// block lies at the thread pointer itself on either TLS variant).
+static OFFSET: AtomicIsize = AtomicIsize::new(0);
+
+/// The thread pointer, read from its register.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+fn thread_pointer() -> *mut u8 {
+    let tp: *mut u8;
+    // SAFETY: reads the thread pointer; on x86_64 the TCB's first word points to itself.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags, pure));
+        #[cfg(target_arch = "aarch64")]
+        std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nostack, nomem, preserves_flags, pure));
+    }
+    tp
+}
+
+/// This thread's block.
+#[inline(always)]
+fn local() -> &'static Local {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    let p = match OFFSET.load(Ordering::Relaxed) {
+        0 => first_block(),
+        off => thread_pointer().wrapping_offset(off),
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    // SAFETY: returns this thread's block.
+    let p = unsafe { sluice_tls_block() };
+    // SAFETY: the block is this thread's, aligned and large enough (checked above), lives
+    // as long as the thread, and all-zero bytes are a valid `Local`.
+    unsafe { &*(p as *const Local) }
+}
+
+/// The block through the shim, learning its distance from the thread pointer.
+#[cold]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+fn first_block() -> *mut u8 {
+    // SAFETY: the shim's functions have no preconditions.
+    unsafe {
+        OFFSET.store(sluice_tls_offset(), Ordering::Relaxed);
+        sluice_tls_block()
+    }
 }
 
 /// Proof that this thread is inside the stage; dropping it leaves.
 pub struct Guard {
-    local: *const Local,
+    local: &'static Local,
 }
 
 impl Guard {
     /// Enters the stage, or `None` when this thread is in it already.
     #[inline(always)]
     pub fn enter() -> Option<Guard> {
-        LOCAL.with(|l| {
-            if l.busy.replace(true) {
-                None
-            } else {
-                Some(Guard { local: l })
-            }
-        })
+        let l = local();
+        if l.busy.replace(true) {
+            return None;
+        }
+        if !l.ready.get() {
+            // SAFETY: this thread just took the flag, so nothing else holds the state.
+            unsafe { *l.state.get() = ThreadState::new() };
+            l.ready.set(true);
+        }
+        Some(Guard { local: l })
     }
 
     /// This thread's counters and token batches.
@@ -43,23 +126,24 @@ impl Guard {
     pub fn thread_state(&mut self) -> &mut ThreadState {
         // SAFETY: the guard is the only way to reach the state, at most one guard exists
         // per thread at a time, and `&mut self` ties the borrow to it.
-        unsafe { &mut *(*self.local).state.get() }
+        unsafe { &mut *self.local.state.get() }
     }
 }
 
 /// Empties this thread's token batches and counter shard. Runs in a child after `fork`:
 /// the child must not spend the batch its parent holds too, nor write its counters.
 pub fn forget_batches_after_fork() {
+    let l = local();
     // SAFETY: the child has one thread, and fork is not called from inside a hook (the
     // stage never forks), so no guard holds the state.
-    LOCAL.with(|l| unsafe { *l.state.get() = ThreadState::new() });
+    unsafe { *l.state.get() = ThreadState::new() };
+    l.ready.set(true);
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: the thread-local outlives every guard of its thread.
-        unsafe { (*self.local).busy.set(false) };
+        self.local.busy.set(false);
     }
 }
 
@@ -74,5 +158,22 @@ mod tests {
         assert!(Guard::enter().is_none());
         drop(g);
         assert!(Guard::enter().is_some());
+    }
+
+    #[test]
+    fn every_thread_has_its_own_block() {
+        let here = local() as *const Local as usize;
+        let g = Guard::enter();
+        let there = std::thread::spawn(|| {
+            // The other thread's flag is its own: entering there is allowed.
+            assert!(Guard::enter().is_some());
+            local() as *const Local as usize
+        })
+        .join()
+        .unwrap();
+        assert_ne!(here, there);
+        // SAFETY: the shim's function has no preconditions.
+        assert_eq!(here, unsafe { sluice_tls_block() } as usize);
+        drop(g);
     }
 }

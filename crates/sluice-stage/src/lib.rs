@@ -27,6 +27,7 @@ pub mod hooks;
 pub mod log;
 pub mod real;
 pub mod state;
+pub mod stream;
 pub mod sys;
 pub mod target;
 

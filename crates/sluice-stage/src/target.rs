@@ -14,7 +14,7 @@ use sluice_core::path::{PATH_MAX, PlaceIdx, is_normal, resolve_into};
 use crate::fdtable::{self, Entry};
 use crate::hooks::slots;
 use crate::state::State;
-use crate::{cwd, sys};
+use crate::{cwd, stream, sys};
 
 /// What a call names as its target.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +31,9 @@ pub enum Target {
     File(*mut c_void),
     /// A directory stream.
     Dir(*mut c_void),
+    /// Two descriptors, source and destination (`sendfile`, `copy_file_range`): each end
+    /// is judged, and the managed ones are admitted, the source as a read.
+    Copy(c_int, c_int),
 }
 
 impl Target {
@@ -49,29 +52,30 @@ impl Target {
                 }
                 path_entry(st, Some(dirfd), p, want_below)
             }
-            Target::Fd(fd) => fd_entry(st, fd),
-            Target::File(f) => fd_entry(st, stream_fd(&slots::fileno, f)?),
-            Target::Dir(d) => fd_entry(st, stream_fd(&slots::dirfd, d)?),
+            // The destination; `hooks::intercept` judges the source on its own.
+            Target::Fd(fd) | Target::Copy(_, fd) => fd_entry(st, fd),
+            Target::File(f) => fd_entry(st, stream::fd(f)?),
+            Target::Dir(d) => fd_entry(st, dir_fd(d)?),
         }
     }
 }
 
-/// The descriptor under a `FILE*` or `DIR*`, through the real `fileno` or `dirfd`.
+/// The descriptor under a `DIR*`, through the real `dirfd` (`DIR` is opaque).
 ///
 /// The stream is the application's, valid for the call it made; clippy cannot know that
 /// the pointer is only passed on, never dereferenced here.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 #[inline]
-pub fn stream_fd(slot: &crate::real::Slot, stream: *mut c_void) -> Option<c_int> {
-    if stream.is_null() {
+pub fn dir_fd(dir: *mut c_void) -> Option<c_int> {
+    if dir.is_null() {
         return None;
     }
-    let f = slot.get()?;
-    // SAFETY: the slot holds fileno or dirfd, whose signature this is; the stream is the
-    // application's, valid for the call it made. fileno sets EBADF on streams with no
-    // descriptor (fmemopen, open_memstream): the application must not see that.
+    let f = slots::dirfd.get()?;
+    // SAFETY: the slot holds dirfd, whose signature this is; the stream is the
+    // application's, valid for the call it made. dirfd may set errno: the application
+    // must not see that.
     let fd = sys::keep_errno(|| unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void) -> c_int>(f)(stream)
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void) -> c_int>(f)(dir)
     });
     (fd >= 0).then_some(fd)
 }

@@ -3,11 +3,11 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use super::Ret;
-use super::slots;
 use crate::fdtable::{self, Entry};
 use crate::state;
 use crate::state::State;
-use crate::target::stream_fd;
+use crate::stream;
+use crate::target::dir_fd;
 
 /// A call's effect on the stage's tables.
 #[derive(Clone, Copy, Debug)]
@@ -85,12 +85,12 @@ impl Effect {
         match self {
             Effect::Close(fd) => fdtable::clear(fd),
             Effect::CloseFile(f) | Effect::Reopen(f) => {
-                if let Some(fd) = stream_fd(&slots::fileno, f) {
+                if let Some(fd) = stream::fd(f) {
                     fdtable::clear(fd)
                 }
             }
             Effect::CloseDir(d) => {
-                if let Some(fd) = stream_fd(&slots::dirfd, d) {
+                if let Some(fd) = dir_fd(d) {
                     fdtable::clear(fd)
                 }
             }
@@ -112,8 +112,8 @@ impl Effect {
         };
         match self {
             Effect::OpenFd => record(ret.as_fd()),
-            Effect::OpenFile | Effect::Reopen(_) => record(stream_fd(&slots::fileno, ret.as_ptr())),
-            Effect::OpenDir => record(stream_fd(&slots::dirfd, ret.as_ptr())),
+            Effect::OpenFile | Effect::Reopen(_) => record(stream::fd(ret.as_ptr())),
+            Effect::OpenDir => record(dir_fd(ret.as_ptr())),
             // A vfork()ed child shares the parent's memory until it execs: what it dups
             // or where it moves must not rewrite the parent's tables.
             Effect::Dup(from) if state::own_process() => {

@@ -15,17 +15,19 @@ mod ret;
 #[cfg_attr(test, allow(dead_code))]
 mod table;
 
+use std::ffi::c_int;
+
 use sluice_core::gate::Size;
 use sluice_core::op::Op;
 
 pub use effect::Effect;
 pub use ret::{Moved, Ret};
-pub use table::{SYMBOLS, resolve_all, slots};
+pub use table::{SYMBOLS, VARIADIC, resolve_all, slots};
 
 use crate::fdtable::Entry;
 use crate::guard::Guard;
 use crate::state::{State, SysClock};
-use crate::target::Target;
+use crate::target::{Target, fd_entry};
 
 /// One intercepted symbol, for the operations table in the docs.
 #[derive(Clone, Copy, Debug)]
@@ -34,8 +36,11 @@ pub struct Symbol {
     pub name: &'static str,
     /// The operation it is counted and held as; `None` for bookkeeping symbols.
     pub op: Option<Op>,
-    /// How its target is named (Path, At, Fd, File, Dir, Nothing).
+    /// How its target is named (Path, At, Fd, File, Dir, Copy, Nothing).
     pub target: &'static str,
+    /// Its size expression as written in the table (`Known(…)`, `UpTo(…)`, `AfterCall`,
+    /// or `MD` for metadata): when a bytes rule charges it.
+    pub size: &'static str,
 }
 
 /// The path of every intercepted call. Before the stage is ready it is a plain call of
@@ -45,12 +50,15 @@ pub struct Symbol {
 /// from a signal handler that interrupted a hook, passes straight through uncounted. The
 /// call's effect on descriptors is recorded in every case. Nothing here sets errno except
 /// inside `keep_errno`, so the application sees exactly the errno of its real call.
+///
+/// What a call costs and what it moved are worked out only for managed calls (`size` and
+/// `moved` are closures): an unmanaged `fputs` or `writev` measures nothing.
 #[inline(always)]
 pub fn intercept<R: Ret>(
     op: Option<Op>,
     target: Target,
-    size: Size,
-    moved: Moved,
+    size: impl FnOnce() -> Size,
+    moved: impl FnOnce() -> Moved,
     effect: Effect,
     real: impl FnOnce() -> R,
 ) -> R {
@@ -58,6 +66,9 @@ pub fn intercept<R: Ret>(
         let _guard = Guard::enter();
         return real();
     };
+    if let Target::Copy(from, _) = target {
+        return copy(st, from, target, size, real);
+    }
     let entry = target.resolve(st, effect.remembers());
     effect.before();
     let ret = match (op, entry) {
@@ -67,9 +78,11 @@ pub fn intercept<R: Ret>(
                 let ts = guard.thread_state();
                 match entry {
                     Entry::File { place, .. } if st.places().is_managed(place) => {
-                        let ticket = gate.admit(ts, &SysClock, op, place, size);
+                        let ticket = gate.admit(ts, &SysClock, op, place, size());
+                        let moved = moved();
+                        let before = moved.before();
                         let ret = real();
-                        gate.finish(ts, &SysClock, ticket, moved.of(ret));
+                        gate.finish(ts, &SysClock, ticket, moved.of(ret, before));
                         ret
                     }
                     _ => {
@@ -86,14 +99,54 @@ pub fn intercept<R: Ret>(
     ret
 }
 
+/// `sendfile` and `copy_file_range`: a read of `from` and a write of the destination. Each
+/// managed end is admitted and counted (the source as `read`, the destination as
+/// `write`), both for the bytes the call moved; a copy between two unmanaged ends is
+/// counted once as unmanaged.
+#[inline(always)]
+fn copy<R: Ret>(
+    st: &State,
+    from: c_int,
+    to: Target,
+    size: impl FnOnce() -> Size,
+    real: impl FnOnce() -> R,
+) -> R {
+    let managed = |e: Option<Entry>| match e {
+        Some(Entry::File { place, .. }) if st.places().is_managed(place) => Some(place),
+        _ => None,
+    };
+    let ends = [
+        (Op::Read, managed(fd_entry(st, from))),
+        (Op::Write, managed(to.resolve(st, false))),
+    ];
+    let Some(mut guard) = Guard::enter() else {
+        return real();
+    };
+    let gate = st.gate();
+    let ts = guard.thread_state();
+    if ends.iter().all(|(_, p)| p.is_none()) {
+        gate.unmanaged(ts);
+        return real();
+    }
+    let size = size();
+    let tickets = ends.map(|(op, place)| place.map(|p| gate.admit(ts, &SysClock, op, p, size)));
+    let ret = real();
+    let moved = Moved::Ret.of(ret, 0);
+    for ticket in tickets.into_iter().flatten() {
+        gate.finish(ts, &SysClock, ticket, moved);
+    }
+    ret
+}
+
 /// Expands the table of hooks into exported functions, real-symbol slots and [`SYMBOLS`].
 ///
 /// A row: `name(args) -> ret = Op, Target(args), size, moved, effect[, call(args)][, else
 /// fallback];` where `Op` is `Bookkeeping` for symbols that are tracked but never counted,
 /// `call(…)` overrides the arguments passed to the real function and `else` names what to
-/// call when this libc does not export the symbol.
+/// call when this libc does not export the symbol. The rows follow a `variadic { name =>
+/// via, … }` list: C-variadic symbols the shim defines, each calling the hook of `via`.
 macro_rules! hooks {
-    ($(
+    (variadic { $( $vname:ident => $via:ident ),* $(,)? } $(
         $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty
             = $op:ident, $tkind:ident $( ( $($targ:expr),* ) )?, $size:expr, $moved:expr, $effect:expr
             $(, call ( $($carg:expr),* ) )?
@@ -115,11 +168,16 @@ macro_rules! hooks {
         /// allocate and open files while the application is in a hook).
         pub fn resolve_all() {
             $( slots::$name.get(); )*
+            $crate::stream::FTELLO.get();
+            $crate::stream::FSEEKO.get();
         }
+
+        /// The C-variadic symbols `shim.c` defines, each with the hook it calls.
+        pub const VARIADIC: &[(&str, &str)] = &[ $( (stringify!($vname), stringify!($via)) ),* ];
 
         /// Every intercepted symbol, in table order.
         pub const SYMBOLS: &[$crate::hooks::Symbol] = &[
-            $( $crate::hooks::Symbol { name: stringify!($name), op: op_of!($op), target: stringify!($tkind) }, )*
+            $( $crate::hooks::Symbol { name: stringify!($name), op: op_of!($op), target: stringify!($tkind), size: stringify!($size) }, )*
         ];
 
         $(
@@ -128,6 +186,7 @@ macro_rules! hooks {
             /// # Safety
             /// The C function's contract.
             #[cfg_attr(not(test), unsafe(no_mangle))]
+            #[allow(non_snake_case)] // glibc's own names: _IO_getc, _IO_putc
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 let real = || -> $ret {
                     match slots::$name.get() {
@@ -141,7 +200,7 @@ macro_rules! hooks {
                         None => pick_fallback!([$($fb)?], [$($arg),*]),
                     }
                 };
-                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $size, $moved, $effect, real)
+                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, || $size, || $moved, $effect, real)
             }
         )*
     };

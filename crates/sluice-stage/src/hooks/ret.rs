@@ -4,6 +4,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use crate::real::Failure;
+use crate::stream;
 
 /// A C return type the stage understands.
 pub trait Ret: Copy + Failure {
@@ -84,12 +85,34 @@ pub enum Moved {
     IfZero(u64),
     /// The length of the string the call returned (`fgets`).
     Line,
+    /// How far the call moved this stream's position (`fscanf`, whose result counts the
+    /// items it converted, not the bytes it consumed).
+    Position(*mut c_void),
+    /// What the call passed from this stream's buffer to the kernel (`__overflow`, which
+    /// a put inlined in the program calls when the buffer is full); `true` when it was
+    /// also given a character to put (not EOF, a flush only).
+    Flushed(*mut c_void, bool),
+    /// What the call read from the kernel into this stream's buffer (`__uflow`, which a
+    /// get inlined in the program calls when the buffer is empty).
+    Refilled(*mut c_void),
 }
 
 impl Moved {
-    /// The bytes `ret` says were moved.
+    /// What must be known before the call to work out what it moved: the stream's
+    /// position, or what its buffer holds; 0 for the others.
     #[inline]
-    pub fn of<R: Ret>(self, ret: R) -> u64 {
+    pub fn before(self) -> u64 {
+        match self {
+            Moved::Position(f) => stream::position(f).unwrap_or(u64::MAX),
+            Moved::Flushed(f, _) => stream::pending(f),
+            Moved::Refilled(f) => stream::unread(f),
+            _ => 0,
+        }
+    }
+
+    /// The bytes `ret` says were moved; `before` is what [`Moved::before`] returned.
+    #[inline]
+    pub fn of<R: Ret>(self, ret: R, before: u64) -> u64 {
         match self {
             Moved::Nothing => 0,
             Moved::Ret => ret.count(),
@@ -105,6 +128,18 @@ impl Moved {
                     .to_bytes()
                     .len() as u64,
             },
+            Moved::Position(_) if before == u64::MAX => 0,
+            Moved::Position(f) => {
+                stream::position(f).map_or(0, |after| after.saturating_sub(before))
+            }
+            // The buffer held `before`, took the character if the call succeeded, and
+            // holds what was not written.
+            Moved::Flushed(f, put) => {
+                (before + (put && ret.ok()) as u64).saturating_sub(stream::pending(f))
+            }
+            // The call returned one character and left the rest of what it read.
+            Moved::Refilled(f) if ret.ok() => (stream::unread(f) + 1).saturating_sub(before),
+            Moved::Refilled(_) => 0,
         }
     }
 }

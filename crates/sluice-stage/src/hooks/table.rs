@@ -6,10 +6,23 @@
 //! a test fails when the checked-in copy is stale.
 //!
 //! Two-path calls (rename, link) are judged by their first path; `symlink` by the link it
-//! creates; `copy_file_range` and `sendfile` by their destination; `close_range` and
-//! `closefrom` by their first descriptor; `sync` by the current directory.
+//! creates; `close_range` and `closefrom` by their first descriptor; `sync` by the current
+//! directory. `copy_file_range` and `sendfile` are judged by both ends (target `Copy`):
+//! a managed source is admitted and counted as a `read`, a managed destination as a
+//! `write` (the row's op).
+//!
+//! stdio moves a stream's bytes with glibc's internal `read` and `write`, which no
+//! preload sees, so every stdio call that moves data is a row of its own, counted for the
+//! bytes it hands over or takes (not for when glibc flushes its buffer). Formatted calls
+//! say what they moved only once they return (`AfterCall`); the C-variadic ones (`printf`
+//! & co, listed first) are defined in `shim.c` and call the hook of their v-variant. The
+//! single-character gets and puts that glibc's headers inline into an optimised program
+//! call the library only when the buffer runs empty or full: `__uflow` and `__overflow`
+//! are counted for the whole buffer they read or write.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+
+use crate::stream;
 
 use sluice_core::gate::Size::{AfterCall, Known, UpTo};
 
@@ -25,12 +38,29 @@ type Buf = *mut c_void;
 type CBuf = *const c_void;
 type Iov = *const libc::iovec;
 type Off = i64;
+type Fmt = *const c_char;
+/// A `va_list` argument. On x86_64 it is an array and decays to a pointer; on aarch64 it
+/// is a 32-byte struct, which the procedure call standard passes by reference. Either way
+/// one pointer-sized argument, passed on unchanged.
+type VaList = *mut c_void;
 
 const MD: sluice_core::gate::Size = Known(0);
 const NO: Moved = Moved::Nothing;
 const NONE: Effect = Effect::None;
 
 hooks! {
+    variadic {
+        printf => vprintf,
+        fprintf => vfprintf,
+        dprintf => vdprintf,
+        __printf_chk => __vprintf_chk,
+        __fprintf_chk => __vfprintf_chk,
+        __dprintf_chk => __vdprintf_chk,
+        scanf => vscanf,
+        fscanf => vfscanf,
+        __isoc99_scanf => __isoc99_vscanf,
+        __isoc99_fscanf => __isoc99_vfscanf,
+    }
     // ---- open -------------------------------------------------------------------------
     open(path: Path, flags: c_int, mode: c_uint) -> c_int = Open, Path(path), MD, NO, Effect::OpenFd, call(path, flags, open_mode(flags, mode));
     open64(path: Path, flags: c_int, mode: c_uint) -> c_int = Open, Path(path), MD, NO, Effect::OpenFd, call(path, flags, open_mode(flags, mode));
@@ -186,6 +216,17 @@ hooks! {
     getline(line: *mut *mut c_char, n: *mut usize, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
     getdelim(line: *mut *mut c_char, n: *mut usize, delim: c_int, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
     __getdelim(line: *mut *mut c_char, n: *mut usize, delim: c_int, stream: File) -> isize = Read, File(stream), AfterCall, Moved::Ret, NONE;
+    fgetc_unlocked(stream: File) -> c_int = Read, File(stream), Known(1), Moved::IfOk(1), NONE;
+    getc(stream: File) -> c_int = Read, File(stream), Known(1), Moved::IfOk(1), NONE;
+    getc_unlocked(stream: File) -> c_int = Read, File(stream), Known(1), Moved::IfOk(1), NONE;
+    _IO_getc(stream: File) -> c_int = Read, File(stream), Known(1), Moved::IfOk(1), NONE;
+    getchar() -> c_int = Read, File(stream::input()), Known(1), Moved::IfOk(1), NONE;
+    getchar_unlocked() -> c_int = Read, File(stream::input()), Known(1), Moved::IfOk(1), NONE;
+    __uflow(stream: File) -> c_int = Read, File(stream), AfterCall, Moved::Refilled(stream), NONE;
+    vscanf(fmt: Fmt, ap: VaList) -> c_int = Read, File(stream::input()), AfterCall, Moved::Position(stream::input()), NONE;
+    vfscanf(stream: File, fmt: Fmt, ap: VaList) -> c_int = Read, File(stream), AfterCall, Moved::Position(stream), NONE;
+    __isoc99_vscanf(fmt: Fmt, ap: VaList) -> c_int = Read, File(stream::input()), AfterCall, Moved::Position(stream::input()), NONE;
+    __isoc99_vfscanf(stream: File, fmt: Fmt, ap: VaList) -> c_int = Read, File(stream), AfterCall, Moved::Position(stream), NONE;
     // ---- write ------------------------------------------------------------------------
     write(fd: c_int, buf: CBuf, n: usize) -> isize = Write, Fd(fd), Known(n as u64), Moved::Ret, NONE;
     pwrite(fd: c_int, buf: CBuf, n: usize, off: Off) -> isize = Write, Fd(fd), Known(n as u64), Moved::Ret, NONE;
@@ -201,9 +242,22 @@ hooks! {
     fputs_unlocked(s: *const c_char, stream: File) -> c_int = Write, File(stream), Known(unsafe { c_len(s) }), Moved::IfOk(unsafe { c_len(s) }), NONE;
     fputc(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
     fputc_unlocked(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
-    sendfile(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
-    sendfile64(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
-    copy_file_range(input: c_int, off_in: *mut Off, out: c_int, off_out: *mut Off, n: usize, flags: c_uint) -> isize = Write, Fd(out), UpTo(n as u64), Moved::Ret, NONE;
+    putc(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
+    putc_unlocked(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
+    _IO_putc(c: c_int, stream: File) -> c_int = Write, File(stream), Known(1), Moved::IfOk(1), NONE;
+    putchar(c: c_int) -> c_int = Write, File(stream::out()), Known(1), Moved::IfOk(1), NONE;
+    putchar_unlocked(c: c_int) -> c_int = Write, File(stream::out()), Known(1), Moved::IfOk(1), NONE;
+    puts(s: *const c_char) -> c_int = Write, File(stream::out()), Known(unsafe { c_len(s) } + 1), Moved::IfOk(unsafe { c_len(s) } + 1), NONE;
+    __overflow(stream: File, c: c_int) -> c_int = Write, File(stream), AfterCall, Moved::Flushed(stream, c != libc::EOF), NONE;
+    vprintf(fmt: Fmt, ap: VaList) -> c_int = Write, File(stream::out()), AfterCall, Moved::Ret, NONE;
+    vfprintf(stream: File, fmt: Fmt, ap: VaList) -> c_int = Write, File(stream), AfterCall, Moved::Ret, NONE;
+    vdprintf(fd: c_int, fmt: Fmt, ap: VaList) -> c_int = Write, Fd(fd), AfterCall, Moved::Ret, NONE;
+    __vprintf_chk(flag: c_int, fmt: Fmt, ap: VaList) -> c_int = Write, File(stream::out()), AfterCall, Moved::Ret, NONE;
+    __vfprintf_chk(stream: File, flag: c_int, fmt: Fmt, ap: VaList) -> c_int = Write, File(stream), AfterCall, Moved::Ret, NONE;
+    __vdprintf_chk(fd: c_int, flag: c_int, fmt: Fmt, ap: VaList) -> c_int = Write, Fd(fd), AfterCall, Moved::Ret, NONE;
+    sendfile(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Copy(input, out), UpTo(n as u64), Moved::Ret, NONE;
+    sendfile64(out: c_int, input: c_int, off: *mut Off, n: usize) -> isize = Write, Copy(input, out), UpTo(n as u64), Moved::Ret, NONE;
+    copy_file_range(input: c_int, off_in: *mut Off, out: c_int, off_out: *mut Off, n: usize, flags: c_uint) -> isize = Write, Copy(input, out), UpTo(n as u64), Moved::Ret, NONE;
     // ---- allocate, mmap ---------------------------------------------------------------
     fallocate(fd: c_int, mode: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfOk(len.max(0) as u64), NONE;
     fallocate64(fd: c_int, mode: c_int, off: Off, len: Off) -> c_int = Allocate, Fd(fd), Known(len.max(0) as u64), Moved::IfOk(len.max(0) as u64), NONE;

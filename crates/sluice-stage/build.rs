@@ -1,0 +1,56 @@
+//! Builds the stage's C shim (`src/shim.c`): the C-variadic entry points stable Rust
+//! cannot define, the initial-exec thread-local block, and the reads of glibc's public
+//! `FILE` layout.
+//!
+//! rustc links a cdylib with a version script that exports only Rust's own `#[no_mangle]`
+//! items, so the variadic entry points defined in C would stay local: a second version
+//! script, written here from the shim's `VARIADIC(...)` lines, exports them too.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Bytes of the thread-local block the shim reserves for the stage (`guard::Local`, which
+/// checks at compile time that it fits).
+const TLS_BYTES: usize = 4096;
+
+fn main() {
+    let shim = "src/shim.c";
+    println!("cargo:rerun-if-changed={shim}");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rustc-env=SLUICE_TLS_BYTES={TLS_BYTES}");
+    cc::Build::new()
+        .file(shim)
+        .define("SLUICE_TLS_BYTES", TLS_BYTES.to_string().as_str())
+        // The shim defines printf & co itself: the compiler must not treat them as the
+        // builtins it knows, nor rewrite its calls through fortified variants.
+        .flag("-fno-builtin")
+        .flag("-fvisibility=hidden")
+        .flag("-U_FORTIFY_SOURCE")
+        .flag("-std=gnu11")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .compile("sluice_shim");
+
+    let text = std::fs::read_to_string(shim).expect("src/shim.c");
+    let mut map = String::from("{\n  global:\n");
+    for name in variadic_names(&text) {
+        let _ = writeln!(map, "    {name};");
+    }
+    map.push_str("};\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("shim.map");
+    std::fs::write(&out, map).expect("cannot write the shim's version script");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        out.display()
+    );
+}
+
+/// The names the shim's `VARIADIC(name, …)` lines define.
+fn variadic_names(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("VARIADIC("))
+        .filter_map(|rest| rest.split(',').next())
+        .map(str::trim)
+        .collect()
+}
