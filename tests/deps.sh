@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
-# made caller of vfork, memfd and large reads), Prometheus and tmux. The conformance suites
-# install their own.
+# made caller of vfork, memfd and large reads), Prometheus, tmux, Slurm with munge, and
+# Chromium. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -11,6 +11,15 @@ command -v cc >/dev/null || missing+=(gcc libc6-dev)
 command -v prometheus >/dev/null || missing+=(prometheus)
 # `sluice top` is tested in a real terminal (tests/top.rs).
 command -v tmux >/dev/null || missing+=(tmux)
+# The SPANK plugin is tested in a real single-node Slurm (tests/slurm.rs); its build reads
+# the Slurm version from libslurm-dev's header.
+command -v slurmctld >/dev/null || missing+=(slurmctld)
+command -v slurmd >/dev/null || missing+=(slurmd)
+command -v srun >/dev/null || missing+=(slurm-client)
+command -v munged >/dev/null || missing+=(munge)
+[[ -f /usr/include/slurm/slurm_version.h ]] || missing+=(libslurm-dev)
+# The live dashboard is tested in a real headless browser (tests/dashboard_browser.rs).
+command -v chromium >/dev/null || missing+=(chromium)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2

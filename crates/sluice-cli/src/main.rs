@@ -6,7 +6,7 @@
 
 mod admin_cmd;
 mod alloc;
-mod attach;
+mod attach_cmd;
 mod bench;
 mod client;
 mod daemons;
@@ -35,6 +35,7 @@ struct Cli {
 enum Command {
     // The argument structs' own doc comments are the long help.
     Run(run::RunArgs),
+    Attach(attach_cmd::AttachArgs),
     Local(daemons::LocalArgs),
     Global(daemons::GlobalArgs),
     /// The controller's role, its locals, jobs, pools and control cycle.
@@ -79,6 +80,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => a.run(),
+        Command::Attach(a) => a.run(),
         Command::Local(a) => a.run(),
         Command::Global(a) => a.run(),
         Command::Status(a) => a.run(),

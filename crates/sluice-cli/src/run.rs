@@ -13,12 +13,12 @@ use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
 use sluice_core::segment::MAX_RULES;
 use sluice_core::stats::Stats;
 
+use sluice_control::launcher::{Attachment, attach};
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
 
 use crate::Usage;
-use crate::attach::attach;
-use crate::client::local_socket;
+use crate::client::{local_socket, refused};
 use crate::identity;
 
 /// Run a command under rules.
@@ -36,6 +36,24 @@ use crate::identity;
 /// Example: sluice run --rule 'op=getattr rate=5k/s' --mount /scratch --stats s.json -- ./app
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    #[command(flatten)]
+    spec: JobSpec,
+    /// Write the job's counters as JSON to FILE ('-' for stdout) when the command ends
+    /// (attached: the counters of the whole job on this node).
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// Never attach to a local controller.
+    #[arg(long, conflicts_with = "socket")]
+    standalone: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// A job as its launcher describes it: its rules, the places it manages, its id, and the
+/// local controller it attaches to (`sluice run`, `sluice attach`).
+#[derive(clap::Args, Debug)]
+pub struct JobSpec {
     /// A rule, e.g. 'md: op=getattr,open rate=5k/s' or 'class=data size>=1MiB rate=50MiB/s'
     /// (repeatable; see docs/rules.md).
     #[arg(long = "rule", value_name = "RULE")]
@@ -54,20 +72,10 @@ pub struct RunArgs {
     /// SLUICE_JOB_ID, else EXE.UID.
     #[arg(long)]
     job: Option<String>,
-    /// Write the job's counters as JSON to FILE ('-' for stdout) when the command ends
-    /// (attached: the counters of the whole job on this node).
-    #[arg(long, value_name = "FILE")]
-    stats: Option<PathBuf>,
     /// The local controller's socket (default $SLUICE_SOCKET, else
     /// /run/sluice/local.sock); when nothing listens there, the job runs standalone.
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Never attach to a local controller.
-    #[arg(long, conflicts_with = "socket")]
-    standalone: bool,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -83,14 +91,11 @@ extern "C" fn forward(sig: libc::c_int) {
 impl RunArgs {
     /// Runs the command; returns its exit status (128 + signal when it was killed).
     pub fn run(&self) -> Result<i32> {
-        let config = self.config()?;
+        let config = self.spec.config(&self.command[0])?;
         let stage = stage_path()?;
         let attached = match self.standalone {
             true => None,
-            false => attach(
-                &local_socket(self.socket.as_ref()),
-                self.attach_request(&config),
-            )?,
+            false => self.spec.attach(&config)?,
         };
         let seg = match &attached {
             Some(a) => SegmentFile::open(a.segment.clone())?,
@@ -148,6 +153,26 @@ impl RunArgs {
         drop(attached);
         Ok(code)
     }
+}
+
+impl JobSpec {
+    /// Attaches to the node's local controller, `None` when none listens.
+    pub fn attach(&self, config: &StageConfig) -> Result<Option<Attachment>> {
+        let socket = local_socket(self.socket.as_ref());
+        let attached = attach(&socket, self.attach_request(config)).map_err(|e| match e
+            .downcast::<tonic::Status>(
+        ) {
+            Ok(status) => refused(status),
+            Err(e) => e,
+        })?;
+        if attached.is_none() && socket.exists() {
+            eprintln!(
+                "sluice: no local controller answers on {}; running standalone",
+                socket.display()
+            );
+        }
+        Ok(attached)
+    }
 
     /// What the local controller is told of this launcher.
     fn attach_request(&self, config: &StageConfig) -> AttachRequest {
@@ -166,8 +191,9 @@ impl RunArgs {
         }
     }
 
-    /// Everything the stage needs, checked before anything runs.
-    fn config(&self) -> Result<StageConfig> {
+    /// Everything the stage needs, checked before anything runs; `command` names the
+    /// job when nothing else does.
+    pub fn config(&self, command: &str) -> Result<StageConfig> {
         let mut rules: Vec<Rule> = Vec::new();
         for (i, r) in self.rules.iter().enumerate() {
             rules.push(parse_rule(r).with_context(|| format!("--rule #{} '{r}'", i + 1))?);
@@ -191,7 +217,7 @@ impl RunArgs {
                 rules.len()
             );
         }
-        let exe = identity::exe_name(&self.command[0]).to_owned();
+        let exe = identity::exe_name(command).to_owned();
         let job = identity::job_id(self.job.as_deref(), &exe);
         let uid = identity::real_uid();
         let config = StageConfig {

@@ -30,6 +30,7 @@ pub mod daemon;
 pub mod global;
 pub mod http;
 pub mod identity;
+pub mod launcher;
 pub mod local;
 pub mod metrics;
 pub mod segment_file;

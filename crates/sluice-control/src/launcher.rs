@@ -1,28 +1,34 @@
-//! `sluice run` attached to the node's local controller: the job's segment comes from the
-//! controller, shared by every launcher of the job on the node, and the connection held
-//! open for as long as the command runs is the controller's sign that the job is alive.
+//! A launcher's side of attaching a job to the node's local controller (`sluice run`, the
+//! Slurm plugin): the job's segment comes from the controller, shared by every launcher of
+//! the job on the node, and the connection held open for as long as the launcher's
+//! processes run is the controller's sign that the job is alive.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
-use sluice_control::proto::node_client::NodeClient;
-use sluice_control::proto::{AttachEvent, AttachRequest};
-use sluice_control::transport::{ConnectOptions, Endpoint, connect};
 use tokio_stream::StreamExt;
 
-use crate::client::refused;
+/// What a controller that refuses an attachment answers (the source of [`attach`]'s error).
+pub use tonic::Status;
+
+use crate::proto::node_client::NodeClient;
+use crate::proto::{AttachEvent, AttachRequest};
+use crate::transport::{ConnectOptions, Endpoint, connect};
 
 /// A launcher's attachment: dropping it closes the connection, which detaches it.
 pub struct Attachment {
     /// The job's segment.
     pub segment: PathBuf,
     _events: tonic::Streaming<AttachEvent>,
+    // A runtime of one thread, never driven after the attachment: it owns the connection
+    // and starts no thread of its own, so it may live inside a host process (slurmstepd).
     _runtime: tokio::runtime::Runtime,
 }
 
 /// Attaches to the local controller at `socket`. `Ok(None)` when no controller listens
-/// there (the launcher then runs standalone); an error when one does and refuses.
+/// there (the launcher then runs standalone); an error when one does and refuses, whose
+/// source is the controller's [`tonic::Status`].
 pub fn attach(socket: &Path, request: AttachRequest) -> Result<Option<Attachment>> {
     if !socket.exists() {
         return Ok(None);
@@ -40,25 +46,16 @@ pub fn attach(socket: &Path, request: AttachRequest) -> Result<Option<Attachment
             return Ok(None);
         };
         let mut client = NodeClient::new(channel);
-        let mut events = client.attach(request).await.map_err(refused)?.into_inner();
+        let mut events = client.attach(request).await?.into_inner();
         match events.next().await {
             Some(Ok(event)) => Ok(Some((event, events))),
-            Some(Err(status)) => Err(refused(status)),
+            Some(Err(status)) => Err(anyhow::Error::from(status)),
             None => anyhow::bail!("the local controller closed the attachment"),
         }
-    });
-    match attached? {
-        Some((event, events)) => Ok(Some(Attachment {
-            segment: PathBuf::from(event.segment),
-            _events: events,
-            _runtime: runtime,
-        })),
-        None => {
-            eprintln!(
-                "sluice: no local controller answers on {}; running standalone",
-                socket.display()
-            );
-            Ok(None)
-        }
-    }
+    })?;
+    Ok(attached.map(|(event, events)| Attachment {
+        segment: PathBuf::from(event.segment),
+        _events: events,
+        _runtime: runtime,
+    }))
 }

@@ -1,0 +1,331 @@
+//! The Slurm plugin in a real single-node Slurm: munged, slurmctld and slurmd from Debian's
+//! packages (tests/deps.sh installs them), started here on a socket and ports of their own
+//! with `libsluice_spank.so` in plugstack.conf, and a real `sluice local` with a pool.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::daemons::{Local, daemon_dir, free_port, share, wait_for};
+use common::{bin_dir, path_str, sluice_bin, tmp_dir};
+
+/// One Slurm at a time: the first test measures rates on the machine's two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// munged, slurmctld and slurmd in the foreground, killed when dropped.
+struct Slurm {
+    daemons: Vec<Child>,
+    conf: String,
+    dir: std::path::PathBuf,
+}
+
+impl Slurm {
+    /// Starts Slurm in `dir`, its plugin stack holding the plugin with `plugin_args`, with
+    /// `extra` lines in slurm.conf.
+    fn start(dir: &Path, plugin_args: &str, extra: &str) -> Slurm {
+        assert!(
+            // SAFETY: getuid has no preconditions.
+            unsafe { libc::getuid() } == 0,
+            "the Slurm test runs slurmd, which needs root"
+        );
+        let host = String::from_utf8(Command::new("hostname").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+        let d = path_str(dir);
+        let plugin = path_str(&bin_dir().join("libsluice_spank.so"));
+        std::fs::write(
+            dir.join("plugstack.conf"),
+            format!("required {plugin} {plugin_args}\n"),
+        )
+        .unwrap();
+        for sub in ["state", "spool"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let conf = format!(
+            "ClusterName=sluice\nSlurmctldHost={host}(127.0.0.1)\nAuthType=auth/munge\n\
+             AuthInfo=socket={d}/munge.sock\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\n\
+             SlurmctldPort={}\nSlurmdPort={}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+             SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+             SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
+             ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nMpiDefault=none\n\
+             ReturnToService=2\nSelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
+             JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n\
+             JobAcctGatherType=jobacct_gather/none\nPlugStackConfig={d}/plugstack.conf\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n{extra}",
+            free_port(),
+            free_port()
+        );
+        let conf_path = format!("{d}/slurm.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let spawn = |argv: &[&str], log: &str| {
+            let err = std::fs::File::create(dir.join(log)).unwrap();
+            Command::new(argv[0])
+                .args(&argv[1..])
+                .env("SLURM_CONF", &conf_path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(err)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]))
+        };
+        let mut slurm = Slurm {
+            daemons: Vec::new(),
+            conf: conf_path.clone(),
+            dir: dir.to_owned(),
+        };
+        slurm.daemons.push(spawn(
+            &[
+                "munged",
+                "-F",
+                "--force",
+                &format!("--socket={d}/munge.sock"),
+                &format!("--pid-file={d}/munged.pid"),
+                &format!("--log-file={d}/munged.log"),
+                &format!("--seed-file={d}/munged.seed"),
+            ],
+            "munged.err",
+        ));
+        assert!(
+            wait_for(Duration::from_secs(10), || dir.join("munge.sock").exists()),
+            "munged did not start: {}",
+            slurm.log("munged.log")
+        );
+        slurm.daemons.push(spawn(
+            &["slurmctld", "-D", "-i", "-f", &conf_path],
+            "slurmctld.err",
+        ));
+        slurm
+            .daemons
+            .push(spawn(&["slurmd", "-D", "-f", &conf_path], "slurmd.err"));
+        let idle = wait_for(Duration::from_secs(60), || {
+            let o = slurm.cmd("sinfo", &["-h", "-o", "%t"]);
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "idle"
+        });
+        assert!(
+            idle,
+            "the node never became idle: {}\n{}",
+            slurm.log("slurmctld.log"),
+            slurm.log("slurmd.log")
+        );
+        slurm
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
+    }
+
+    /// A Slurm client command (sinfo, squeue, srun) of this cluster.
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
+        c.args(args)
+            .env("SLURM_CONF", &self.conf)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn cmd(&self, program: &str, args: &[&str]) -> Output {
+        self.command(program, args).output().expect(program)
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for d in self.daemons.iter_mut().rev() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+/// `srun` of `sluice load --ops getattr` for `secs`, printing its Slurm job id first;
+/// started, its stdout piped.
+fn load_job(slurm: &Slurm, option: &str, dir: &Path, secs: u32) -> Child {
+    let script = format!(
+        "echo job $SLURM_JOB_ID; echo segment ${{SLUICE_SEGMENT:-none}}; exec {} load --dir {} --ops getattr --duration {secs}",
+        path_str(&sluice_bin()),
+        path_str(dir)
+    );
+    let mut args = vec!["-n1", "--cpus-per-task=1"];
+    if !option.is_empty() {
+        args.push(option);
+    }
+    args.extend(["bash", "-c", &script]);
+    slurm
+        .command("srun", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("srun")
+}
+
+/// The job id, whether it had a segment, and the per-second rates a load job printed.
+fn report(o: &Output) -> (String, bool, Vec<f64>) {
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "srun failed: {out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let field = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no '{key}' in {out}"))
+            .trim()
+            .to_owned()
+    };
+    let rates = out
+        .lines()
+        .filter_map(|l| l.trim().strip_suffix(" ops/s"))
+        .filter(|l| !l.starts_with("total"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    (field("job "), field("segment ") != "none", rates)
+}
+
+/// A local controller with one pool of 4,000 getattr/s.
+fn local_with_pool(dir: &Path) -> Local {
+    Local::start(
+        dir,
+        "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"4k/s\"\nalgorithm = \"psfa\"\n",
+        &["--node", "n1"],
+        None,
+    )
+}
+
+/// Runs a load job with srun `option` beside one with `--sluice=off`, 6 s each; checks
+/// that the first is attached, listed under its Slurm job id and user, and held to the
+/// pool, and that the second is untouched and runs at full speed.
+fn held_beside_untouched(slurm: &Slurm, local: &Local, option: &str) {
+    let (wa, wb) = (tmp_dir(), tmp_dir());
+    let a = load_job(slurm, option, wa.path(), 6);
+    let b = load_job(slurm, "--sluice=off", wb.path(), 6);
+    // While both run: the held job is listed under its Slurm job id and user.
+    let mut listed = serde_json::Value::Null;
+    wait_for(Duration::from_secs(20), || {
+        listed = local.jobs();
+        listed["jobs"].as_array().is_some_and(|j| !j.is_empty())
+    });
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let (job_a, attached_a, rates_a) = report(&a);
+    let (job_b, attached_b, rates_b) = report(&b);
+    assert!(
+        attached_a && !attached_b,
+        "segments: A {attached_a}, B {attached_b}"
+    );
+    let jobs = listed["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 1, "only the held job is attached: {listed}");
+    assert_eq!(jobs[0]["job"], job_a.as_str(), "{listed}");
+    assert_eq!(jobs[0]["user"], "root", "{listed}");
+    assert!(share(&listed, &job_a, "md").is_some(), "{listed}");
+    // Seconds 2 to 6: after the controller's first intervals.
+    let steady = |r: &[f64]| r[1..].iter().sum::<f64>() / (r.len() - 1) as f64;
+    let (ra, rb) = (steady(&rates_a), steady(&rates_b));
+    eprintln!("job {job_a} ({option:?}): {rates_a:?}; job {job_b} (--sluice=off): {rates_b:?}");
+    assert!(
+        (3600.0..=4200.0).contains(&ra),
+        "the held job ran at {ra:.0}/s under a pool of 4,000/s: {rates_a:?}"
+    );
+    assert!(
+        rb > 5.0 * 4000.0,
+        "the job with --sluice=off ran at {rb:.0}/s, not at full speed: {rates_b:?}"
+    );
+    // The step ended: its attachment is gone.
+    assert!(
+        wait_for(Duration::from_secs(10), || local.jobs()["jobs"]
+            .as_array()
+            .is_some_and(|j| j.is_empty())),
+        "the job stayed attached after its step ended: {}",
+        local.jobs()
+    );
+}
+
+#[test]
+fn a_slurm_job_is_held_to_its_pool_and_one_with_sluice_off_is_not() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let local = local_with_pool(dir.path());
+    let slurm_dir = tmp_dir();
+    let slurm = Slurm::start(
+        slurm_dir.path(),
+        &format!("default=on socket={}", path_str(&local.socket)),
+        "",
+    );
+    held_beside_untouched(&slurm, &local, "");
+}
+
+#[test]
+fn a_task_prolog_attaches_without_the_plugin() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let local = local_with_pool(dir.path());
+    let slurm_dir = tmp_dir();
+    // The TaskProlog attaches only tasks that ask (SLUICE=1 in their environment), so that
+    // the job beside it runs untouched.
+    let prolog = slurm_dir.path().join("task-prolog.sh");
+    std::fs::write(
+        &prolog,
+        format!(
+            "#!/bin/sh
+[ \"$SLUICE\" = 1 ] || exit 0
+exec {} attach --socket {} --while-pid \"$SLURM_TASK_PID\"
+",
+            path_str(&sluice_bin()),
+            path_str(&local.socket)
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prolog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The plugin is loaded (srun knows --sluice) but attaches nothing by itself.
+    let slurm = Slurm::start(
+        slurm_dir.path(),
+        "default=off socket=/nonexistent/local.sock",
+        &format!("TaskProlog={}\n", path_str(&prolog)),
+    );
+    held_beside_untouched(&slurm, &local, "--export=ALL,SLUICE=1");
+}
+
+#[test]
+fn a_bad_rules_file_is_refused_before_the_job_runs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm_dir = tmp_dir();
+    let slurm = Slurm::start(
+        slurm_dir.path(),
+        "default=off socket=/nonexistent/local.sock",
+        "",
+    );
+    let o = slurm.cmd("srun", &["-n1", "--sluice=/nonexistent/rules.toml", "true"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "srun accepted a missing rules file: {err}"
+    );
+    assert!(err.contains("--sluice=/nonexistent/rules.toml"), "{err}");
+    // With no local controller on the node, a job that asks runs untouched.
+    let o = slurm.cmd(
+        "srun",
+        &["-n1", "--sluice", "sh", "-c", "echo \"[$LD_PRELOAD]\""],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(o.stdout, b"[]\n", "preloaded without a controller: {o:?}");
+    // A bad plugstack.conf line is one clear line at submission.
+    std::fs::write(
+        slurm_dir.path().join("plugstack.conf"),
+        format!(
+            "required {} colour=blue\n",
+            path_str(&bin_dir().join("libsluice_spank.so"))
+        ),
+    )
+    .unwrap();
+    let o = slurm.cmd("srun", &["-n1", "true"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("unknown key 'colour'"),
+        "{err}"
+    );
+}

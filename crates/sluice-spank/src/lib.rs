@@ -1,0 +1,356 @@
+//! `libsluice_spank.so`: sluice as a Slurm SPANK plugin.
+//!
+//! One line in plugstack.conf (see docs/deploy.md) adds `--sluice[=off|RULE-FILE]` to srun,
+//! sbatch and salloc. In slurmstepd, before the step's tasks start, the plugin attaches the
+//! step to the node's local controller as `sluice run` does (Slurm's job id, the job's user,
+//! its node count), puts the stage and the job's segment into every task's environment, and
+//! holds the attachment until the step ends. The stage itself stays socket-free: the
+//! connection is slurmstepd's.
+//!
+//! Nothing the plugin does can fail a job that did not ask for something wrong: with no
+//! local controller on the node, or the stage missing, the step runs untouched and the
+//! reason goes to slurmd's log. A rules file that does not parse, or a controller that
+//! refuses the job, fails the step with one line the user sees.
+
+mod ffi;
+pub mod settings;
+
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use sluice_control::identity::user_name;
+use sluice_control::launcher::{Attachment, attach};
+use sluice_control::proto::AttachRequest;
+
+use ffi::{Spank, SpankOption};
+use settings::{Ask, Site};
+
+/// Slurm's name for the plugin.
+#[unsafe(no_mangle)]
+pub static plugin_name: [u8; 7] = *b"sluice\0";
+/// The kind of plugin, for Slurm's loader.
+#[unsafe(no_mangle)]
+pub static plugin_type: [u8; 6] = *b"spank\0";
+/// The Slurm release the plugin was built for (build.rs): Slurm loads plugins of its own
+/// major and minor version only.
+#[unsafe(no_mangle)]
+pub static plugin_version: c_uint = number(env!("SLUICE_SLURM_VERSION_NUMBER"));
+/// The SPANK interface version.
+#[unsafe(no_mangle)]
+pub static spank_plugin_version: c_uint = 1;
+
+const fn number(s: &str) -> c_uint {
+    let b = s.as_bytes();
+    let (mut n, mut i) = (0, 0);
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as c_uint;
+        i += 1;
+    }
+    n
+}
+
+/// The option table Slurm reads (`spank_options`), ended by an empty entry.
+#[repr(transparent)]
+pub struct Options([SpankOption; 2]);
+
+// SAFETY: the table is immutable and its pointers are to static strings.
+unsafe impl Sync for Options {}
+
+/// `--sluice[=off|RULE-FILE]`.
+#[unsafe(no_mangle)]
+pub static spank_options: Options = Options([
+    SpankOption {
+        name: c"sluice".as_ptr(),
+        arginfo: c"off|RULE-FILE".as_ptr(),
+        usage: c"I/O quality of service: without an argument, attach the job to sluice (the site may do so for every job); 'off' leaves it alone; a rules file adds the job's own rules (docs/rules.md)".as_ptr(),
+        has_arg: 2,
+        val: 0,
+        cb: Some(on_option),
+    },
+    SpankOption {
+        name: std::ptr::null(),
+        arginfo: std::ptr::null(),
+        usage: std::ptr::null(),
+        has_arg: 0,
+        val: 0,
+        cb: None,
+    },
+]);
+
+/// The site's settings, read by `slurm_spank_init` in every context.
+static SITE: Mutex<Option<Site>> = Mutex::new(None);
+/// What the job asked for, when it used `--sluice`.
+static ASK: Mutex<Option<Ask>> = Mutex::new(None);
+/// The step's attachment, held in slurmstepd until the step ends.
+static ATTACHED: Mutex<Option<Attachment>> = Mutex::new(None);
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic aborts (panic=abort), so a poisoned lock cannot be seen; never panic here.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn log(error: bool, msg: &str) {
+    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: Slurm's logging functions, with a format that takes one string.
+    unsafe {
+        if error {
+            ffi::slurm_error(c"sluice: %s".as_ptr(), msg.as_ptr());
+        } else {
+            ffi::slurm_info(c"sluice: %s".as_ptr(), msg.as_ptr());
+        }
+    }
+}
+
+/// `--sluice`'s callback: records the choice; in srun, sbatch and salloc, a rules file
+/// is read now, so that a bad one is refused before the job is queued.
+unsafe extern "C" fn on_option(_val: c_int, optarg: *const c_char, remote: c_int) -> c_int {
+    // SAFETY: Slurm passes the option's argument as a C string, or null.
+    let arg = (!optarg.is_null()).then(|| unsafe { CStr::from_ptr(optarg) }.to_string_lossy());
+    let ask = Ask::parse(arg.as_deref());
+    if remote == 0
+        && let Err(e) = ask.rules()
+    {
+        log(true, &format!("{e:#}"));
+        return -1;
+    }
+    *locked(&ASK) = Some(ask);
+    0
+}
+
+/// The arguments Slurm passes a callback: plugstack.conf's, after the plugin's path.
+///
+/// # Safety
+/// `av` holds `ac` C strings.
+unsafe fn args<'a>(ac: c_int, av: *const *const c_char) -> Vec<std::borrow::Cow<'a, str>> {
+    (0..ac.max(0) as usize)
+        // SAFETY: the caller's contract.
+        .map(|i| unsafe { CStr::from_ptr(*av.add(i)) }.to_string_lossy())
+        .collect()
+}
+
+/// Reads the site's settings, in every context (so srun reports a bad plugstack.conf).
+///
+/// # Safety
+/// Called by Slurm: `av` holds `ac` C strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_init(
+    _sp: Spank,
+    ac: c_int,
+    av: *const *const c_char,
+) -> c_int {
+    // SAFETY: Slurm's contract.
+    let args = unsafe { args(ac, av) };
+    match Site::parse(args.iter().map(|a| a.as_ref())) {
+        Ok(site) => {
+            *locked(&SITE) = Some(site);
+            0
+        }
+        Err(e) => {
+            log(true, &e.to_string());
+            -1
+        }
+    }
+}
+
+/// In slurmstepd, before the tasks start: attaches the step and sets the tasks'
+/// environment.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_user_init(
+    sp: Spank,
+    _ac: c_int,
+    _av: *const *const c_char,
+) -> c_int {
+    // SAFETY: no arguments.
+    if unsafe { ffi::spank_context() } != ffi::CTX_REMOTE {
+        return 0;
+    }
+    let Some(site) = locked(&SITE).clone() else {
+        return 0;
+    };
+    let ask = locked(&ASK).clone();
+    let ask = match ask {
+        Some(ask) => ask,
+        None if site.on_by_default => Ask::On,
+        None => Ask::Off,
+    };
+    if ask == Ask::Off {
+        return 0;
+    }
+    // SAFETY: `sp` is Slurm's handle, valid for this call.
+    match unsafe { attach_step(sp, &site, &ask) } {
+        Ok(()) => 0,
+        Err(Refusal::Fail(msg)) => {
+            log(true, &msg);
+            -1
+        }
+        Err(Refusal::RunUntouched(msg)) => {
+            log(false, &msg);
+            0
+        }
+    }
+}
+
+/// Why a step was not attached.
+enum Refusal {
+    /// The job asked for something wrong: the step fails with this line.
+    Fail(String),
+    /// The node cannot hold it (no controller, no stage): the step runs untouched.
+    RunUntouched(String),
+}
+
+/// A 32-bit item of the job.
+///
+/// # Safety
+/// `sp` is Slurm's handle and `item` one whose argument is a `uint32_t *` (or `uid_t *`).
+unsafe fn item(sp: Spank, item: c_int) -> Option<u32> {
+    let mut v: u32 = 0;
+    // SAFETY: the caller's contract.
+    let rc = unsafe { ffi::spank_get_item(sp, item, &mut v as *mut u32) };
+    (rc == ffi::SUCCESS).then_some(v)
+}
+
+/// # Safety
+/// `sp` is Slurm's handle, in slurmstepd.
+unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> {
+    // SAFETY: the caller's contract; these items take a uint32_t * (uid_t is 32 bits).
+    let (job, step, uid, nodes) = unsafe {
+        (
+            item(sp, ffi::JOB_ID),
+            item(sp, ffi::JOB_STEPID),
+            item(sp, ffi::JOB_UID),
+            item(sp, ffi::JOB_NNODES),
+        )
+    };
+    let (Some(job), Some(uid)) = (job, uid) else {
+        return Err(Refusal::RunUntouched(
+            "Slurm did not give the job id and user".into(),
+        ));
+    };
+    if step == Some(ffi::EXTERN_STEP) {
+        return Ok(());
+    }
+    let stage = site.stage.clone().unwrap_or_else(beside_plugin);
+    if !stage.is_file() {
+        return Err(Refusal::RunUntouched(format!(
+            "job {job}: the stage {} is missing; the job runs without sluice",
+            stage.display()
+        )));
+    }
+    let rules = ask.rules().map_err(|e| Refusal::Fail(format!("{e:#}")))?;
+    let request = AttachRequest {
+        job: job.to_string(),
+        user: user_name(uid).unwrap_or_else(|| uid.to_string()),
+        nodes: nodes.unwrap_or(0),
+        task: step.map(|s| format!("step {s}")).unwrap_or_default(),
+        rules: rules.iter().map(ToString::to_string).collect(),
+        mounts: site.mounts.clone(),
+        fs_types: site.fs_types.clone(),
+        uid,
+    };
+    let attached = match attach(&site.socket, request) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            return Err(Refusal::RunUntouched(format!(
+                "job {job}: no local controller on {}; the job runs without sluice",
+                site.socket.display()
+            )));
+        }
+        Err(e) => {
+            return Err(match e.downcast::<sluice_control::launcher::Status>() {
+                Ok(status) => Refusal::Fail(format!("job {job}: {}", status.message())),
+                Err(e) => {
+                    Refusal::RunUntouched(format!("job {job}: {e:#}; the job runs without sluice"))
+                }
+            });
+        }
+    };
+    let mut preload = stage.display().to_string();
+    // SAFETY: the caller's contract.
+    if let Some(old) = unsafe { getenv(sp, c"LD_PRELOAD") }.filter(|v| !v.is_empty()) {
+        preload = format!("{preload}:{old}");
+    }
+    // SAFETY: as above.
+    unsafe {
+        setenv(sp, c"LD_PRELOAD", &preload)?;
+        setenv(
+            sp,
+            c"SLUICE_SEGMENT",
+            &attached.segment.display().to_string(),
+        )?;
+    }
+    *locked(&ATTACHED) = Some(attached);
+    Ok(())
+}
+
+/// # Safety
+/// `sp` is Slurm's handle.
+unsafe fn getenv(sp: Spank, name: &CStr) -> Option<String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    // SAFETY: the caller's contract; the buffer is as long as we say.
+    let rc = unsafe {
+        ffi::spank_getenv(
+            sp,
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len() as c_int,
+        )
+    };
+    (rc == ffi::SUCCESS)
+        .then(|| {
+            CStr::from_bytes_until_nul(&buf)
+                .ok()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .flatten()
+}
+
+/// # Safety
+/// `sp` is Slurm's handle.
+unsafe fn setenv(sp: Spank, name: &CStr, value: &str) -> Result<(), Refusal> {
+    let value =
+        CString::new(value).map_err(|_| Refusal::RunUntouched("a path holds a NUL".into()))?;
+    // SAFETY: the caller's contract.
+    match unsafe { ffi::spank_setenv(sp, name.as_ptr(), value.as_ptr(), 1) } {
+        ffi::SUCCESS => Ok(()),
+        rc => Err(Refusal::RunUntouched(format!(
+            "cannot set {} in the job's environment (spank error {rc})",
+            name.to_string_lossy()
+        ))),
+    }
+}
+
+/// `libsluice_stage.so` in the plugin's own directory.
+fn beside_plugin() -> PathBuf {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr fills `info` for an address of this library.
+    let found = unsafe { libc::dladdr(on_option as *const c_void, &mut info) } != 0
+        && !info.dli_fname.is_null();
+    let me = match found {
+        // SAFETY: dladdr's file name is a C string.
+        true => PathBuf::from(
+            unsafe { CStr::from_ptr(info.dli_fname) }
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        false => PathBuf::from("/usr/lib/sluice/libsluice_spank.so"),
+    };
+    me.with_file_name("libsluice_stage.so")
+}
+
+/// When the step ends, in slurmstepd: detaches it (closing the connection).
+///
+/// # Safety
+/// Called by Slurm.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_exit(
+    _sp: Spank,
+    _ac: c_int,
+    _av: *const *const c_char,
+) -> c_int {
+    drop(locked(&ATTACHED).take());
+    0
+}
