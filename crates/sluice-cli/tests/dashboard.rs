@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::daemons::{Local, daemon_dir, free_port};
-use common::{Scratch, c_prog, path_str, tmp_dir};
+use common::daemons::{daemon_dir, dashboard_local, two_stat_jobs};
+use common::{Scratch, tmp_dir};
 use serde_json::Value;
 
 fn request(port: u16, path: &str) -> TcpStream {
@@ -21,12 +21,8 @@ fn request(port: u16, path: &str) -> TcpStream {
 #[test]
 fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
     let dir = daemon_dir();
-    let http = free_port();
-    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
-                  capacity = \"3k/s\"\nalgorithm = \"psfa\"\n";
-    let addr = format!("127.0.0.1:{http}");
-    let local = Local::start(dir.path(), config, &["--http", &addr], None);
-
+    let (local, addr) = dashboard_local(dir.path());
+    let http: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     let mut page = String::new();
     request(http, "/").read_to_string(&mut page).unwrap();
     assert!(
@@ -43,14 +39,7 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
 
     let s = Scratch::new();
     let (out_a, out_b) = (tmp_dir(), tmp_dir());
-    let rate = c_prog("rate");
-    let mut jobs = [("A", &out_a), ("B", &out_b)].map(|(job, out)| {
-        local.job(
-            job,
-            &["--mount", &s.file],
-            &[&rate, "one", &s.file, &path_str(out.path()), "6000"],
-        )
-    });
+    let mut jobs = two_stat_jobs(&local, &s.file, [out_a.path(), out_b.path()], "6000");
     let events = request(http, "/api/v1/events");
     events
         .set_read_timeout(Some(Duration::from_secs(3)))
