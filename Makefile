@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench docs clean
+.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench docs dist clean
 
 all: build
 
@@ -43,6 +43,10 @@ bench: build
 	@bash tests/bench/loops.sh
 	@bash tests/bench/stdio.sh
 	@$(BIN) bench alloc
+
+## A release tarball for the nodes sites have (glibc 2.17 and later): target/dist/.
+dist:
+	bash packaging/dist.sh
 
 ## Regenerate docs/operations.md from the hook table.
 docs:
