@@ -26,7 +26,7 @@ use crate::Usage;
 /// after another, each a stat loop under `sluice run` that would make its own number of
 /// calls a second if left alone; the controller estimates each job's demand from what it
 /// is admitted and how long its threads wait on the pool. Prints each job's rate and
-/// allocation every second. Then
+/// allocation every second, and serves the live dashboard (it prints the URL). Then
 /// runs the same four jobs, arriving at the same times, without the controller, and
 /// writes both runs to OUT/demo.csv and OUT/demo.png. Nothing to set up; everything it
 /// starts is stopped and removed on exit or Ctrl-C.
@@ -42,6 +42,10 @@ pub struct DemoArgs {
     /// Where to write demo.csv and demo.png.
     #[arg(long, value_name = "OUT", default_value = "experiments/demo")]
     out: PathBuf,
+    /// Where the live dashboard listens during the controlled run (default: a free port
+    /// on 127.0.0.1; e.g. 0.0.0.0:7402 to watch from another machine).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
 /// A job of the demo: a stat loop that makes `pace` calls a second when nothing holds it
@@ -229,6 +233,13 @@ impl DemoArgs {
             INTERVAL.as_millis()
         );
         std::fs::write(&config, toml)?;
+        let http = match self.http {
+            Some(addr) => addr,
+            None => std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .context("cannot find a free port for the dashboard")?,
+        };
+        println!("Live dashboard while it runs: http://{http}/\n");
         let options = LocalOptions {
             socket: socket.clone(),
             state_dir: tmp.join("state"),
@@ -238,7 +249,7 @@ impl DemoArgs {
             connect: ConnectOptions::default(),
             config: Some(config),
             interval: None,
-            http: None,
+            http: Some(http),
         };
         // The controller runs on the runtime's worker threads; this thread only spawns
         // jobs and asks the controller what it did.
