@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench docs dist clean
+.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench experiments docs dist clean
 
 all: build
 
@@ -43,6 +43,11 @@ bench: build
 	@bash tests/bench/loops.sh
 	@bash tests/bench/stdio.sh
 	@$(BIN) bench alloc
+
+## The published experiments, reproduced (docs/experiments.md): every scenario under
+## experiments/scenarios/, its figures written beside it under experiments/NAME/.
+experiments: build
+	@for s in experiments/scenarios/*.toml; do $(BIN) experiment run $$s || exit 1; done
 
 ## A release tarball for the nodes sites have (glibc 2.17 and later): target/dist/.
 dist:

@@ -11,6 +11,7 @@ mod bench;
 mod client;
 mod daemons;
 mod demo;
+mod experiment;
 mod identity;
 mod load;
 mod replay;
@@ -53,6 +54,9 @@ enum Command {
     Rule(rule_cmd::RuleCmd),
     Alloc(alloc::AllocArgs),
     Load(load::LoadArgs),
+    /// Run scenarios (jobs, a pool, set-ups to compare) and compare their results.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCmd),
     Replay(replay::ReplayArgs),
     /// Metadata traces for `sluice replay`: make synthetic ones, check and summarise them.
     #[command(subcommand)]
@@ -81,6 +85,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(a) => a.run(),
         Command::Attach(a) => a.run(),
+        Command::Experiment(c) => c.run(),
         Command::Local(a) => a.run(),
         Command::Global(a) => a.run(),
         Command::Status(a) => a.run(),

@@ -1,0 +1,55 @@
+//! `sluice experiment`: a scenario's set-ups run one after another with the real control
+//! plane and real processes under the stage, then measured and compared.
+
+mod run;
+mod scenario;
+mod summary;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+/// Run scenarios and compare their set-ups.
+#[derive(clap::Subcommand, Debug)]
+pub enum ExperimentCmd {
+    /// Run every set-up of a scenario (TOML; docs/experiments.md): for each, a local
+    /// controller with the pool and the set-up's algorithm (none for `none`), and each
+    /// job's replayer processes arriving at their times under `sluice run`. Writes
+    /// OUT/SETUP.csv (each job's calls and allocation per second), OUT/SETUP.png (the
+    /// timeline against the pool's capacity), OUT/summary.json and OUT/summary.md
+    /// (completion time per job, makespan, seconds over capacity, Jain's index, total).
+    Run(RunArgs),
+    /// Put the summaries of several runs side by side (markdown on stdout).
+    Compare(CompareArgs),
+}
+
+/// `sluice experiment run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The scenario file.
+    scenario: PathBuf,
+    /// Where to write the results (default: experiments/NAME, NAME the scenario's).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run only these set-ups (repeatable; default: all).
+    #[arg(long = "setup", value_name = "NAME")]
+    setups: Vec<String>,
+}
+
+/// `sluice experiment compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Directories written by `sluice experiment run` (each holds summary.json).
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+}
+
+impl ExperimentCmd {
+    /// Runs the subcommand.
+    pub fn run(&self) -> Result<i32> {
+        match self {
+            ExperimentCmd::Run(a) => run::run(&a.scenario, a.out.as_deref(), &a.setups),
+            ExperimentCmd::Compare(a) => summary::compare(&a.dirs),
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! What a set-up did: per-second figures, the summary measures, the files written, and
+//! summaries side by side.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sluice_workload::plot::{Panel, Series, png};
+
+use super::scenario::Scenario;
+
+/// A second's total may pass the capacity by this fraction before it counts as over: the
+/// replayers' seconds start at their own instants, so a wall-clock second holds parts of
+/// two of theirs.
+const OVER_TOLERANCE: f64 = 0.05;
+
+/// One set-up's run.
+pub struct Outcome {
+    /// The set-up's name.
+    pub setup: String,
+    /// Its algorithm (`none`: uncontrolled).
+    pub algorithm: String,
+    /// The jobs' names, in the scenario's order.
+    pub jobs: Vec<String>,
+    /// When each job arrived (s).
+    pub starts: Vec<f64>,
+    /// When each job's last process ended (s); `None` if it was stopped at the timeout.
+    pub ends: Vec<Option<f64>>,
+    /// Calls made by job `i` in second `s`.
+    pub calls: BTreeMap<(usize, u64), f64>,
+    /// Job `i`'s allocation sampled at second `s`.
+    pub allocation: BTreeMap<(usize, u64), f64>,
+}
+
+impl Outcome {
+    fn last_second(&self) -> u64 {
+        self.calls.keys().map(|k| k.1).max().unwrap_or(0)
+    }
+
+    fn total_at(&self, s: u64) -> f64 {
+        (0..self.jobs.len())
+            .filter_map(|i| self.calls.get(&(i, s)))
+            .sum()
+    }
+
+    /// Seconds from the first arrival to the last job's end (to the timeout's stop when a
+    /// job never ended).
+    pub fn makespan(&self) -> f64 {
+        self.ends
+            .iter()
+            .map(|e| e.unwrap_or(f64::NAN))
+            .fold(0.0, f64::max)
+    }
+
+    /// Seconds whose calls, all jobs together, passed `capacity` (with the tolerance).
+    pub fn seconds_over(&self, capacity: f64) -> usize {
+        (0..=self.last_second())
+            .filter(|&s| self.total_at(s) > capacity * (1.0 + OVER_TOLERANCE))
+            .count()
+    }
+
+    /// Jain's fairness index of the jobs' rates, each as a fraction of its limit, over
+    /// the seconds when every job was running (each job's whole run when they never all
+    /// ran at once): 1 when every job got the same fraction of its limit.
+    pub fn jain(&self, limits: &[f64]) -> f64 {
+        let from = self.starts.iter().copied().fold(0.0, f64::max).ceil() as u64;
+        let to = self
+            .ends
+            .iter()
+            .map(|e| e.unwrap_or(f64::INFINITY))
+            .fold(f64::INFINITY, f64::min)
+            .floor() as u64;
+        let x: Vec<f64> = (0..self.jobs.len())
+            .map(|i| {
+                let (a, b) = if to > from {
+                    (from, to)
+                } else {
+                    let end = self.ends[i].map_or(self.last_second(), |e| e as u64);
+                    (self.starts[i] as u64, end.max(self.starts[i] as u64 + 1))
+                };
+                let sum: f64 = (a..b).filter_map(|s| self.calls.get(&(i, s))).sum();
+                sum / (b - a) as f64 / limits[i]
+            })
+            .collect();
+        let (s, s2) = x.iter().fold((0.0, 0.0), |(s, s2), v| (s + v, s2 + v * v));
+        if s2 == 0.0 {
+            return 0.0;
+        }
+        s * s / (x.len() as f64 * s2)
+    }
+
+    fn total(&self) -> f64 {
+        self.calls.values().sum()
+    }
+
+    /// Seconds of false allocation (PADLL §4.2): some job used less than 90% of its
+    /// allocation while another, held to its own, used 98% or more of it.
+    pub fn false_allocation(&self) -> usize {
+        let seconds: std::collections::BTreeSet<u64> =
+            self.allocation.keys().map(|k| k.1).collect();
+        seconds
+            .into_iter()
+            .filter(|&s| {
+                let use_of = |i: usize| {
+                    let a = self.allocation.get(&(i, s)).copied()?;
+                    (a > 0.0).then(|| self.calls.get(&(i, s)).copied().unwrap_or(0.0) / a)
+                };
+                let uses: Vec<f64> = (0..self.jobs.len()).filter_map(use_of).collect();
+                uses.iter().any(|&u| u < 0.9) && uses.iter().any(|&u| u >= 0.98)
+            })
+            .count()
+    }
+}
+
+/// A set-up's measures, as summary.json keeps them.
+#[derive(Serialize, Deserialize)]
+struct Measures {
+    setup: String,
+    algorithm: String,
+    /// Per job: its name and completion time (s), `null` when stopped at the timeout.
+    completion: Vec<(String, Option<f64>)>,
+    makespan: f64,
+    seconds_over_capacity: usize,
+    false_allocation_seconds: usize,
+    jain: f64,
+    total_calls: f64,
+}
+
+/// summary.json.
+#[derive(Serialize, Deserialize)]
+struct Summary {
+    scenario: String,
+    capacity: f64,
+    setups: Vec<Measures>,
+}
+
+/// Writes SETUP.csv and SETUP.png for each outcome, and summary.json and summary.md.
+pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<()> {
+    let capacity = sc.pool.capacity.per_sec as f64;
+    let limits: Vec<f64> = sc.jobs.iter().map(|j| j.limit.per_sec as f64).collect();
+    for o in outcomes {
+        let mut csv = String::from("second,job,calls,allocation\n");
+        for s in 0..=o.last_second() {
+            for (i, job) in o.jobs.iter().enumerate() {
+                let c = o.calls.get(&(i, s)).copied();
+                let a = o.allocation.get(&(i, s)).copied();
+                if c.is_some() || a.is_some() {
+                    let _ = writeln!(
+                        csv,
+                        "{s},{job},{:.0},{}",
+                        c.unwrap_or(0.0),
+                        a.map(|a| format!("{a:.0}")).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        let base = out.join(file_name(&o.setup));
+        write(&base.with_extension("csv"), &csv)?;
+        let series = o
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, job)| Series {
+                name: format!("{job} (limit {}/s)", limits[i]),
+                rate: o
+                    .calls
+                    .iter()
+                    .filter(|((j, _), _)| *j == i)
+                    .map(|((_, s), c)| (*s as f64, *c))
+                    .collect(),
+                allocation: o
+                    .allocation
+                    .iter()
+                    .filter(|((j, _), _)| *j == i)
+                    .map(|((_, s), a)| (*s as f64, *a))
+                    .collect(),
+            })
+            .collect();
+        let panel = Panel {
+            title: format!(
+                "{} ({}): makespan {:.0} s, {} s over capacity",
+                o.setup,
+                o.algorithm,
+                o.makespan(),
+                o.seconds_over(capacity)
+            ),
+            series,
+            total: (0..=o.last_second())
+                .map(|s| (s as f64, o.total_at(s)))
+                .collect(),
+            capacity,
+        };
+        png(
+            &base.with_extension("png"),
+            &format!("{}: {}", sc.name, o.setup),
+            "metadata calls per second",
+            &[panel],
+        )?;
+    }
+    let summary = Summary {
+        scenario: sc.name.clone(),
+        capacity,
+        setups: outcomes
+            .iter()
+            .map(|o| Measures {
+                setup: o.setup.clone(),
+                algorithm: o.algorithm.clone(),
+                completion: o
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, j)| (j.clone(), o.ends[i].map(|e| e - o.starts[i])))
+                    .collect(),
+                makespan: o.makespan(),
+                seconds_over_capacity: o.seconds_over(capacity),
+                false_allocation_seconds: o.false_allocation(),
+                jain: o.jain(&limits),
+                total_calls: o.total(),
+            })
+            .collect(),
+    };
+    write(
+        &out.join("summary.json"),
+        &serde_json::to_string_pretty(&summary)?,
+    )?;
+    let mut md = markdown(std::slice::from_ref(&summary));
+    md += &checks(&summary);
+    write(&out.join("summary.md"), &md)
+}
+
+/// The shape PADLL §5.3 reports, checked on the set-ups of these algorithms present.
+fn checks(summary: &Summary) -> String {
+    let by = |algorithm: &str| summary.setups.iter().find(|m| m.algorithm == algorithm);
+    let mut lines = Vec::new();
+    let mut check = |holds: bool, what: String| {
+        lines.push(format!("- [{}] {what}", if holds { "x" } else { " " }));
+    };
+    let controlled: Vec<&Measures> = summary
+        .setups
+        .iter()
+        .filter(|m| m.algorithm != "none")
+        .collect();
+    if !controlled.is_empty() {
+        let worst = controlled
+            .iter()
+            .map(|m| m.seconds_over_capacity)
+            .max()
+            .unwrap_or(0);
+        check(
+            worst == 0,
+            format!("no controlled set-up passes the capacity in any second (most: {worst})"),
+        );
+    }
+    if let Some(base) = by("none") {
+        check(
+            base.seconds_over_capacity > 0,
+            format!("Baseline passes it ({} s)", base.seconds_over_capacity),
+        );
+        if let Some(psfa) = by("psfa") {
+            let d = (psfa.makespan - base.makespan) / base.makespan * 100.0;
+            check(
+                d.abs() <= 5.0,
+                format!("PSFA's makespan is Baseline's within 5% ({d:+.1}%)"),
+            );
+        }
+    }
+    if let (Some(ps), Some(psfa)) = (by("psharing"), by("psfa")) {
+        check(
+            ps.false_allocation_seconds > psfa.false_allocation_seconds,
+            format!(
+                "PSharing has seconds of false allocation that PSFA does not ({} against {})",
+                ps.false_allocation_seconds, psfa.false_allocation_seconds
+            ),
+        );
+    }
+    if let (Some(pr), Some(psfa)) = (by("priority"), by("psfa")) {
+        check(
+            pr.makespan > psfa.makespan,
+            format!(
+                "Priority's makespan is longer than PSFA's ({:.1} s against {:.1} s)",
+                pr.makespan, psfa.makespan
+            ),
+        );
+    }
+    format!("\n## Checks\n\n{}\n", lines.join("\n"))
+}
+
+fn file_name(setup: &str) -> String {
+    setup
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The summaries' set-ups as the columns of one table.
+fn markdown(summaries: &[Summary]) -> String {
+    let cols: Vec<(&Summary, &Measures)> = summaries
+        .iter()
+        .flat_map(|s| s.setups.iter().map(move |m| (s, m)))
+        .collect();
+    let many = summaries.len() > 1;
+    let head = |s: &Summary, m: &Measures| match many {
+        true => format!("{}: {}", s.scenario, m.setup),
+        false => m.setup.clone(),
+    };
+    let mut t = String::new();
+    if !many {
+        let _ = writeln!(
+            t,
+            "# {}\n\nPool capacity {:.0} calls/s. Completion times in seconds from each job's arrival.\n",
+            summaries[0].scenario, summaries[0].capacity
+        );
+    }
+    let _ = writeln!(
+        t,
+        "| | {} |\n|---|{}",
+        cols.iter()
+            .map(|(s, m)| head(s, m))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(cols.len())
+    );
+    let row = |t: &mut String, name: &str, f: &dyn Fn(&Measures) -> String| {
+        let cells: Vec<String> = cols.iter().map(|(_, m)| f(m)).collect();
+        let _ = writeln!(t, "| {name} | {} |", cells.join(" | "));
+    };
+    row(&mut t, "algorithm", &|m| m.algorithm.clone());
+    let jobs: Vec<String> = cols
+        .first()
+        .map(|(_, m)| m.completion.iter().map(|(j, _)| j.clone()).collect())
+        .unwrap_or_default();
+    for (k, job) in jobs.iter().enumerate() {
+        row(&mut t, &format!("{job} completion (s)"), &|m| match m
+            .completion
+            .get(k)
+            .and_then(|c| c.1)
+        {
+            Some(c) => format!("{c:.1}"),
+            None => "stopped".into(),
+        });
+    }
+    row(&mut t, "makespan (s)", &|m| format!("{:.1}", m.makespan));
+    row(&mut t, "seconds over capacity", &|m| {
+        m.seconds_over_capacity.to_string()
+    });
+    row(&mut t, "seconds of false allocation", &|m| {
+        m.false_allocation_seconds.to_string()
+    });
+    row(&mut t, "Jain's index (rate ÷ limit)", &|m| {
+        format!("{:.3}", m.jain)
+    });
+    row(&mut t, "total calls", &|m| format!("{:.0}", m.total_calls));
+    t
+}
+
+/// `sluice experiment compare DIR…`.
+pub fn compare(dirs: &[PathBuf]) -> Result<i32> {
+    let mut summaries = Vec::new();
+    for d in dirs {
+        let path = d.join("summary.json");
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "cannot read {} (written by sluice experiment run)",
+                path.display()
+            )
+        })?;
+        summaries.push(
+            serde_json::from_str::<Summary>(&text)
+                .with_context(|| format!("{}: not a summary", path.display()))?,
+        );
+    }
+    print!("{}", markdown(&summaries));
+    Ok(0)
+}
