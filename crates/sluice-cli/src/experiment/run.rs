@@ -78,14 +78,28 @@ impl Drop for Reaper {
 /// One set-up, start to end.
 fn run_setup(sc: &Scenario, setup: &Setup, me: &Path, trace: &Path, out: &Path) -> Result<Outcome> {
     let work = out.join(format!(".work-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work)?;
-    let result = run_in(sc, setup, me, trace, &work);
-    let _ = std::fs::remove_dir_all(&work);
+    // The controller's segments, on tmpfs, in a directory of the set-up's own: the
+    // controller is killed at the end, so the segments it held are removed here.
+    let shm = Path::new("/dev/shm").join(format!("sluice-experiment.{}", std::process::id()));
+    for dir in [&work, &shm] {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir)?;
+    }
+    let result = run_in(sc, setup, me, trace, &work, &shm);
+    for dir in [&work, &shm] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     result
 }
 
-fn run_in(sc: &Scenario, setup: &Setup, me: &Path, trace: &Path, work: &Path) -> Result<Outcome> {
+fn run_in(
+    sc: &Scenario,
+    setup: &Setup,
+    me: &Path,
+    trace: &Path,
+    work: &Path,
+    shm: &Path,
+) -> Result<Outcome> {
     let controlled = setup.algorithm != "none";
     let socket = work.join("local.sock");
     let mut local = Reaper(Vec::new());
@@ -99,6 +113,8 @@ fn run_in(sc: &Scenario, setup: &Setup, me: &Path, trace: &Path, work: &Path) ->
                 .arg(&socket)
                 .arg("--state-dir")
                 .arg(work.join("state"))
+                .arg("--shm-dir")
+                .arg(shm)
                 .arg("--config")
                 .arg(work.join("local.toml"))
                 .args(["--node", "n1"])
