@@ -58,7 +58,7 @@ pub enum PoolCmd {
         #[arg(long, value_name = "RATE")]
         capacity: String,
         /// The algorithm dividing it: static, uniform, priority, psharing, psfa, adaptbf,
-        /// set10, reservations.
+        /// adaptbf-need, set10, reservations, drf (`sluice alloc --help`).
         #[arg(long, value_name = "ALGO")]
         algorithm: String,
         /// An algorithm parameter, K=V (repeatable).

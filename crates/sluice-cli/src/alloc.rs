@@ -449,7 +449,7 @@ mod tests {
             ),
             (
                 r#"{"algorithm":"fifo","capacity":1,"intervals":[]}"#.to_owned(),
-                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, psharing, psfa, adaptbf, set10, reservations, drf)",
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"epsilon":true},"intervals":[]}"#

@@ -12,9 +12,9 @@
 //!   with the pool's capacity and the interval's length, validated once.
 //! - [`Allocator`]: the trait every algorithm implements — a round in, one rate per job
 //!   out. The algorithms are in [`algo`], one file each: `static`, `uniform`,
-//!   `priority`, `psharing` and `psfa` (PADLL), `adaptbf` (AdapTBF), `set10`
-//!   (IO-SETS), `reservations` (SDQoS) and `drf`, which divides a metadata rate and a
-//!   bandwidth together with [`OpsBytes`].
+//!   `priority`, `psharing` and `psfa` (PADLL), `adaptbf` (AdapTBF as published) and
+//!   its variant `adaptbf-need`, `set10` (IO-SETS), `reservations` (SDQoS) and `drf`,
+//!   which divides a metadata rate and a bandwidth together with [`OpsBytes`].
 //! - [`registry`]: choose an algorithm by name with [`Params`]; the table there also
 //!   says which fields each algorithm reads.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.

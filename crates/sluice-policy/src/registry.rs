@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::algo::{
-    AdapTbf, Allocator, Drf, Priority, ProportionalSharing, Psfa, Reservations, Set10,
+    AdapTbf, AdapTbfNeed, Allocator, Drf, Priority, ProportionalSharing, Psfa, Reservations, Set10,
     StaticLimits, Uniform,
 };
 use crate::error::{PolicyError, Problem};
@@ -147,7 +147,7 @@ fn scalar(allocator: impl Allocator + 'static) -> Result<Policy, PolicyError> {
 }
 
 /// Every algorithm, in the order the docs present them.
-pub static ALGORITHMS: [Spec; 9] = [
+pub static ALGORITHMS: [Spec; 10] = [
     Spec {
         name: "static",
         summary: "each job gets its limit",
@@ -202,11 +202,19 @@ pub static ALGORITHMS: [Spec; 9] = [
     },
     Spec {
         name: "adaptbf",
-        summary: "AdapTBF's token lending, borrowing and pay-back by node share",
+        summary: "AdapTBF as published: node shares, surplus to all, lenders paid back",
         requires: &[JobField::Arrivals],
         two_resources: false,
         params: &[],
         build: |_| scalar(AdapTbf::new()),
+    },
+    Spec {
+        name: "adaptbf-need",
+        summary: "AdapTBF variant: lends only what borrowers need, pays back what lenders lack",
+        requires: &[JobField::Arrivals],
+        two_resources: false,
+        params: &[],
+        build: |_| scalar(AdapTbfNeed::new()),
     },
     Spec {
         name: "set10",
@@ -268,7 +276,7 @@ mod tests {
             unknown.as_deref(),
             Some(
                 "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, \
-                 psharing, psfa, adaptbf, set10, reservations, drf)"
+                 psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
             )
         );
         let mut params = Params::new();

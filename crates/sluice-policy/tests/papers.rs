@@ -1,6 +1,6 @@
 //! The scenarios of the papers the algorithms follow, number for number.
 
-use sluice_policy::algo::{AdapTbf, ProportionalSharing, Psfa};
+use sluice_policy::algo::{AdapTbf, AdapTbfNeed, ProportionalSharing, Psfa};
 use sluice_policy::{Allocator, Observation, Round};
 
 /// PADLL's per-job QoS setting (Table 1): a metadata server taking Max_R = 110 kops/s
@@ -109,7 +109,7 @@ fn padll_proportional_sharing_serves_small_demands_first() {
 
 /// AdapTBF's setting: four jobs holding 10/10/30/50 % of the compute nodes, a server
 /// of 1000 tokens/s, 1 s intervals.
-fn adaptbf_step(tbf: &mut AdapTbf, arrivals: [f64; 4]) -> Vec<f64> {
+fn adaptbf_step(tbf: &mut dyn Allocator, arrivals: [f64; 4]) -> Vec<f64> {
     let jobs: Vec<Observation> = [("a", 1), ("b", 1), ("c", 3), ("d", 5)]
         .iter()
         .zip(arrivals)
@@ -121,8 +121,15 @@ fn adaptbf_step(tbf: &mut AdapTbf, arrivals: [f64; 4]) -> Vec<f64> {
     tbf.allocate(&Round::new(1000.0, 1.0, &jobs).expect("valid round"))
 }
 
-fn record(tbf: &AdapTbf, id: &str) -> i64 {
-    tbf.records().find(|r| r.0 == id).map_or(0, |r| r.1)
+/// The records of a, b, c, d, to the token (they are real numbers in `adaptbf`).
+fn records(tbf: &AdapTbf) -> Vec<f64> {
+    ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| {
+            let r = tbf.records().find(|r| r.0 == *id).map_or(0.0, |r| r.1);
+            (r * 1000.0).round() / 1000.0
+        })
+        .collect()
 }
 
 #[test]
@@ -132,48 +139,87 @@ fn adaptbf_busy_jobs_get_their_priority_shares() {
         adaptbf_step(&mut tbf, [1000.0; 4]),
         vec![100.0, 100.0, 300.0, 500.0]
     );
-    assert!(tbf.records().all(|(_, r)| r == 0));
+    assert!(tbf.records().all(|(_, r)| r == 0.0));
 }
 
 #[test]
-fn adaptbf_a_burst_borrows_what_an_idle_job_lends() {
+fn adaptbf_the_surplus_goes_to_every_active_job_then_is_paid_back() {
     let mut tbf = AdapTbf::new();
-    // d needs 100 of its 500 tokens; a bursts to 600.
+    // d needs 100 of its 500 tokens; a bursts to 600. d's 400 surplus tokens go to all
+    // four by DF = 6.6, 0.1, 0.3, 0.1: 371.83, 5.63, 16.90, 5.63 (d gets some back).
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 100.0]);
+    assert_eq!(rates, vec![472.0, 106.0, 317.0, 105.0]);
+    assert_eq!(records(&tbf), vec![-371.831, -5.634, -16.901, 394.366]);
+    // d needs 600. J₊ = {d}, J₋ = {a, b, c}. u_d = 600/105: C = 0.5·(5.71 + 0)/2 = 1.43,
+    // capped at 1: each debtor pays min(|r|, α_RD): a all its 100 tokens (not 142,
+    // which would leave it at −42), b and c their whole debts (5.63, 16.90).
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+    assert_eq!(rates, vec![0.0, 94.0, 283.0, 623.0]);
+    assert_eq!(records(&tbf), vec![-271.831, 0.0, 0.0, 271.831]);
+    // Then a pays ⌊C·100⌋ a interval with C = 0.5·u_d/2 (u_d = 600/623, then 600/525,
+    // then 600/528): 25, then 28 an interval.
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+    assert_eq!(rates, vec![75.0, 100.0, 300.0, 525.0]);
+    for _ in 0..5 {
+        let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
+        assert_eq!(rates, vec![72.0, 100.0, 300.0, 528.0]);
+    }
+    assert_eq!(records(&tbf), vec![-106.831, 0.0, 0.0, 106.831]);
+}
+
+#[test]
+fn adaptbf_shares_are_over_active_jobs() {
+    let mut tbf = AdapTbf::new();
+    // d has no arrivals: the 1000 tokens are shared by a, b, c as 1:1:3 (200, 200,
+    // 600); b's and c's surplus (100 + 300) goes to all three by DF = 3.6, 0.1, 0.3.
+    let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 0.0]);
+    assert_eq!(rates, vec![560.0, 110.0, 330.0, 0.0]);
+    assert_eq!(records(&tbf), vec![-360.0, 90.0, 270.0, 0.0]);
+}
+
+/// The records of a, b, c, d in `adaptbf-need`.
+fn need_records(tbf: &AdapTbfNeed) -> Vec<i64> {
+    ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| tbf.records().find(|r| r.0 == *id).map_or(0, |r| r.1))
+        .collect()
+}
+
+#[test]
+fn adaptbf_need_a_burst_borrows_what_an_idle_job_lends() {
+    let mut tbf = AdapTbfNeed::new();
+    // d needs 100 of its 500 tokens; a bursts to 600 and borrows exactly the 400 it
+    // lacks.
     let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 100.0]);
     assert_eq!(rates, vec![500.0, 100.0, 300.0, 100.0]);
-    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (400, -400));
+    assert_eq!(need_records(&tbf), vec![-400, 0, 0, 400]);
 }
 
 #[test]
-fn adaptbf_shares_are_over_active_jobs_and_surplus_goes_to_the_burst() {
-    let mut tbf = AdapTbf::new();
+fn adaptbf_need_shares_are_over_active_jobs_and_surplus_goes_to_the_burst() {
+    let mut tbf = AdapTbfNeed::new();
     // d has no arrivals: the 1000 tokens are shared by a, b, c as 1:1:3 (200, 200,
     // 600), and b's and c's surplus (100 + 300) is lent to a.
     let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 0.0]);
     assert_eq!(rates, vec![600.0, 100.0, 300.0, 0.0]);
-    let records: Vec<i64> = ["a", "b", "c", "d"]
-        .iter()
-        .map(|id| record(&tbf, id))
-        .collect();
-    assert_eq!(records, vec![-400, 100, 300, 0]);
+    assert_eq!(need_records(&tbf), vec![-400, 100, 300, 0]);
 }
 
 #[test]
-fn adaptbf_a_lender_is_paid_back_when_it_needs_its_tokens() {
-    let mut tbf = AdapTbf::new();
+fn adaptbf_need_a_lender_is_paid_back_when_it_needs_its_tokens() {
+    let mut tbf = AdapTbfNeed::new();
     adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 100.0]);
-    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (400, -400));
     // d needs all of its 500 and more; a, still bursting, has no surplus to lend, and
     // pays back from its 100 tokens what C = min(1, 100 lacking / 100 held) allows.
     let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
     assert_eq!(rates, vec![0.0, 100.0, 300.0, 600.0]);
-    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (300, -300));
+    assert_eq!(need_records(&tbf), vec![-300, 0, 0, 300]);
     // Pay-back goes on, at most min(|r|, ⌊C·α_RD⌋) per interval, until the debt is
     // settled; then both are back to their priority shares.
     for _ in 0..3 {
         adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
     }
-    assert_eq!((record(&tbf, "d"), record(&tbf, "a")), (0, 0));
+    assert_eq!(need_records(&tbf), vec![0, 0, 0, 0]);
     let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
     assert_eq!(rates, vec![100.0, 100.0, 300.0, 500.0]);
 }

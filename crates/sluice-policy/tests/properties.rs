@@ -1,7 +1,7 @@
 //! Invariants every algorithm keeps, over random inputs and sequences of intervals.
 
 use proptest::prelude::*;
-use sluice_policy::algo::AdapTbf;
+use sluice_policy::algo::{AdapTbf, AdapTbfNeed};
 use sluice_policy::registry::{self, ALGORITHMS, Params, Policy};
 use sluice_policy::{Allocator, Observation, OpsBytes, Round};
 
@@ -43,6 +43,17 @@ fn scenario() -> impl Strategy<Value = (f64, f64, Vec<Vec<Observation>>)> {
         1.0..500_000.0f64,
         prop_oneof![Just(0.5), Just(1.0), Just(2.0)],
         proptest::collection::vec(interval(), 1..5),
+    )
+}
+
+/// Like [`scenario`], over more intervals: the records of the token-lending algorithms
+/// build up over a job's life.
+fn long_scenario() -> impl Strategy<Value = (f64, f64, Vec<Vec<Observation>>)> {
+    (
+        // Metadata rates, and bandwidths in bytes/s, where a token is a byte.
+        prop_oneof![1.0..500_000.0f64, 1e8..1e11f64],
+        prop_oneof![Just(0.1), Just(0.5), Just(1.0), Just(2.0)],
+        proptest::collection::vec(interval(), 1..30),
     )
 }
 
@@ -120,14 +131,40 @@ proptest! {
     }
 
     #[test]
-    fn adaptbf_hands_out_every_token_and_records_balance(
-        (capacity, interval_s, intervals) in scenario()
+    fn adaptbf_hands_out_every_token_never_below_zero_and_records_balance(
+        (capacity, interval_s, intervals) in long_scenario()
     ) {
         let mut tbf = AdapTbf::new();
+        let total = (capacity * interval_s).floor();
         for jobs in &intervals {
             let rates = tbf.allocate(&Round::new(capacity, interval_s, jobs).expect("valid round"));
             let tokens: Vec<f64> = rates.iter().map(|r| r * interval_s).collect();
-            prop_assert!(tokens.iter().all(|t| near(*t, t.round())));
+            // Whole tokens, none negative, an inactive job nothing.
+            prop_assert!(tokens.iter().all(|t| *t >= 0.0 && near(*t, t.round())));
+            for (job, t) in jobs.iter().zip(&tokens) {
+                prop_assert!(job.arrivals > 0.0 || *t == 0.0);
+            }
+            // Never above the capacity; all of it whenever a job is active.
+            prop_assert!(rates.iter().sum::<f64>() <= capacity * (1.0 + 1e-9));
+            let sum: f64 = tokens.iter().map(|t| t.round()).sum();
+            let active = jobs.iter().any(|j| j.arrivals > 0.0);
+            prop_assert_eq!(sum, if active { total } else { 0.0 });
+            // Every token lent is borrowed by someone (records are real numbers: up
+            // to float rounding).
+            let records: f64 = tbf.records().map(|(_, r)| r).sum();
+            prop_assert!(records.abs() <= 1e-6 * total.max(1.0), "Σ r = {}", records);
+        }
+    }
+
+    #[test]
+    fn adaptbf_need_hands_out_every_token_and_records_balance(
+        (capacity, interval_s, intervals) in long_scenario()
+    ) {
+        let mut tbf = AdapTbfNeed::new();
+        for jobs in &intervals {
+            let rates = tbf.allocate(&Round::new(capacity, interval_s, jobs).expect("valid round"));
+            let tokens: Vec<f64> = rates.iter().map(|r| r * interval_s).collect();
+            prop_assert!(tokens.iter().all(|t| *t >= 0.0 && near(*t, t.round())));
             let total: f64 = tokens.iter().map(|t| t.round()).sum();
             if jobs.iter().any(|j| j.arrivals > 0.0) {
                 prop_assert_eq!(total, (capacity * interval_s).floor());

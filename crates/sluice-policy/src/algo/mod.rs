@@ -3,6 +3,7 @@
 use crate::obs::{Amount, Round};
 
 pub mod adaptbf;
+pub mod adaptbf_need;
 pub mod drf;
 pub mod priority;
 pub mod psfa;
@@ -13,6 +14,7 @@ pub mod static_limits;
 pub mod uniform;
 
 pub use adaptbf::AdapTbf;
+pub use adaptbf_need::AdapTbfNeed;
 pub use drf::Drf;
 pub use priority::Priority;
 pub use psfa::Psfa;

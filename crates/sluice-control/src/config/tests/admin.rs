@@ -55,7 +55,7 @@ fn pool_set_refuses_without_changing_anything() {
     assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none)),
         "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, \
-         psharing, psfa, adaptbf, set10, reservations, drf)"
+         psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
     );
     assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "drf", none)),

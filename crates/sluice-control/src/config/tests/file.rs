@@ -76,7 +76,7 @@ fn pool_errors_say_which_pool_which_field_and_why() {
     assert_eq!(
         pool_error("capacity = \"1k/s\"\nalgorithm = \"fifo\""),
         "config:4: pool[1] \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, \
-         uniform, priority, psharing, psfa, adaptbf, set10, reservations, drf)"
+         uniform, priority, psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
     );
     assert_eq!(
         pool_error("capacity = \"1k/s\"\nalgorithm = \"drf\""),
