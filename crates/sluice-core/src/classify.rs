@@ -7,11 +7,81 @@
 //! list, testing only the mount mask and, where a rule has one, the size condition: no
 //! allocation, no string comparison.
 
-use crate::config::Slotted;
+use crate::config::{DEFAULT_LATENCY_SAMPLE, Slotted};
 use crate::op::{Class, Op};
-use crate::path::{MountTable, PlaceError, PlaceIdx};
+use crate::path::{MAX_PLACES, MountTable, PlaceError, PlaceIdx};
 use crate::rule::{Cmp, Identity, Unit};
-use crate::segment::MAX_RULES;
+use crate::segment::{MAX_POOLS, MAX_RULES};
+
+/// Most channels one call passes: its rule and every pool.
+pub const MAX_PLAN: usize = 1 + MAX_POOLS;
+
+/// The channels that admit one operation on a target in one place, in the order they are
+/// passed: its rule (the first that matches), if any, then every pool it belongs to.
+///
+/// Worked out for every operation and place when the rules change, so that admitting a
+/// call is one table lookup; only data calls under rules with a size condition are worked
+/// out per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    chans: [u8; MAX_PLAN],
+    len: u8,
+    /// Whether `chans[0]` is a rule (the others are pools).
+    rule: bool,
+    /// Worked out per call: some rule or pool for this operation has a size condition.
+    sized: bool,
+    /// Bit `k`: `chans[k]` charges bytes.
+    bytes: u32,
+}
+
+impl Plan {
+    const EMPTY: Plan = Plan {
+        chans: [0; MAX_PLAN],
+        len: 0,
+        rule: false,
+        sized: false,
+        bytes: 0,
+    };
+
+    fn push(&mut self, ch: Channel) {
+        self.chans[self.len as usize] = ch.index;
+        self.bytes |= (ch.bytes as u32) << self.len;
+        self.len += 1;
+    }
+
+    /// The channels in order, each with whether it charges bytes.
+    #[inline]
+    pub fn channels(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.chans[..self.len as usize]
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| (c as usize, self.bytes >> k & 1 != 0))
+    }
+
+    /// The channels of the pools (channel indices, from [`MAX_RULES`]).
+    #[inline]
+    pub fn pools(&self) -> &[u8] {
+        &self.chans[self.rule as usize..self.len as usize]
+    }
+
+    /// The rule's channel, if a rule matched.
+    #[inline]
+    pub fn rule(&self) -> Option<u8> {
+        self.rule.then_some(self.chans[0])
+    }
+
+    /// Whether no rule and no pool holds the call.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether some channel charges bytes.
+    #[inline]
+    pub fn charges_bytes(&self) -> bool {
+        self.bytes != 0
+    }
+}
 
 /// A channel that governs a request (a rule, or the job's share of a pool), and what the
 /// request costs in that channel's unit.
@@ -92,12 +162,16 @@ impl Table {
     }
 }
 
-/// The rules and pools of a process, indexed by operation.
+/// The rules and pools of a process, indexed by operation, and their [`Plan`] for every
+/// operation and place.
 #[derive(Clone, Debug)]
 pub struct Compiled {
     places: MountTable,
     rules: Table,
     pools: Table,
+    /// Indexed by `op.index() * MAX_PLACES + place`.
+    plans: Box<[Plan]>,
+    latency_sample: u32,
 }
 
 impl Compiled {
@@ -117,11 +191,70 @@ impl Compiled {
             .cloned()
             .collect();
         let places = MountTable::new(mounts, &rule_places)?;
-        Ok(Compiled {
-            rules: Table::new(rules, 0, &places, id),
-            pools: Table::new(pools, MAX_RULES, &places, id),
+        Ok(Compiled::build(
+            Table::new(rules, 0, &places, id),
+            Table::new(pools, MAX_RULES, &places, id),
             places,
-        })
+        ))
+    }
+
+    fn build(rules: Table, pools: Table, places: MountTable) -> Self {
+        let mut c = Compiled {
+            rules,
+            pools,
+            plans: vec![Plan::EMPTY; Op::COUNT * MAX_PLACES].into_boxed_slice(),
+            latency_sample: DEFAULT_LATENCY_SAMPLE,
+            places,
+        };
+        for &op in Op::ALL {
+            let sized = op.class() == Class::Data
+                && [&c.rules, &c.pools].iter().any(|t| {
+                    t.by_op[op.index()]
+                        .iter()
+                        .any(|&i| t.entries[i as usize].size.is_some())
+                });
+            for place in 0..c.places.places().len() {
+                let mut plan = c.work_out(op, place as PlaceIdx, 0);
+                plan.sized = sized;
+                c.plans[op.index() * MAX_PLACES + place] = plan;
+            }
+        }
+        c
+    }
+
+    /// The plan of `op` in `place` for a call moving `size` bytes, from the rules.
+    fn work_out(&self, op: Op, place: PlaceIdx, size: u64) -> Plan {
+        let mut plan = Plan::EMPTY;
+        if let Some(ch) = self.channel(op, place, size) {
+            plan.push(ch);
+            plan.rule = true;
+        }
+        for ch in self.pools(op, place, size) {
+            plan.push(ch);
+        }
+        plan
+    }
+
+    /// The channels that admit `op` on a target in `place` moving `size` bytes: one table
+    /// lookup, unless a size condition must be checked.
+    #[inline]
+    pub fn plan(&self, op: Op, place: PlaceIdx, size: u64) -> Plan {
+        let plan = self.plans[op.index() * MAX_PLACES + (place as usize % MAX_PLACES)];
+        if plan.sized {
+            return self.work_out(op, place, size);
+        }
+        plan
+    }
+
+    /// One real call in this many (per thread, among those a pool admits) is timed.
+    #[inline]
+    pub fn latency_sample(&self) -> u32 {
+        self.latency_sample
+    }
+
+    /// Sets how often latency is sampled (0: never); see [`Compiled::latency_sample`].
+    pub fn set_latency_sample(&mut self, every: u32) {
+        self.latency_sample = every;
     }
 
     /// Compiles new rules and pools over this process's managed places: a configuration
@@ -129,11 +262,13 @@ impl Compiled {
     /// refer to by index. A `mount=` naming a path that is not one of them concerns the
     /// places below that path.
     pub fn recompiled(&self, rules: &[Slotted], pools: &[Slotted], id: &Identity) -> Self {
-        Compiled {
-            rules: Table::new(rules, 0, &self.places, id),
-            pools: Table::new(pools, MAX_RULES, &self.places, id),
-            places: self.places.clone(),
-        }
+        let mut c = Compiled::build(
+            Table::new(rules, 0, &self.places, id),
+            Table::new(pools, MAX_RULES, &self.places, id),
+            self.places.clone(),
+        );
+        c.latency_sample = self.latency_sample;
+        c
     }
 
     /// The managed places.
@@ -266,6 +401,45 @@ mod tests {
         let outside = c.places().lookup(b"/scratch/other");
         assert!(c.channel(Op::Open, inside, 0).is_some());
         assert!(c.channel(Op::Open, outside, 0).is_none());
+    }
+
+    /// The table of plans gives what matching the rules per call gives, for every
+    /// operation, place and size.
+    #[test]
+    fn plans_agree_with_the_rules() {
+        let c = compile_with_pools(
+            &[
+                "class=data size>=1MiB rate=50MiB/s",
+                "mount=/scratch/proj op=open rate=5/s",
+                "class=metadata rate=1k/s",
+            ],
+            &[
+                (2, "md: class=metadata rate=10k/s"),
+                (0, "bw: class=data mount=/scratch rate=1GiB/s"),
+            ],
+            &["/scratch", "/home"],
+        );
+        for &op in Op::ALL {
+            for place in 0..c.places().places().len() as PlaceIdx {
+                for size in [0, 10, 1 << 20, 1 << 30] {
+                    let plan = c.plan(op, place, size);
+                    let want: Vec<(usize, bool)> = c
+                        .channel(op, place, size)
+                        .into_iter()
+                        .chain(c.pools(op, place, size))
+                        .map(|ch| (ch.index as usize, ch.bytes))
+                        .collect();
+                    assert_eq!(
+                        plan.channels().collect::<Vec<_>>(),
+                        want,
+                        "{op:?} {place} {size}"
+                    );
+                    assert_eq!(plan.rule(), c.channel(op, place, size).map(|ch| ch.index));
+                    let pools: Vec<u8> = c.pools(op, place, size).map(|ch| ch.index).collect();
+                    assert_eq!(plan.pools(), &pools[..]);
+                }
+            }
+        }
     }
 
     #[test]

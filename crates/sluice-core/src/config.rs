@@ -7,7 +7,12 @@
 //! fstype lustre
 //! rule 0 md: op=getattr rate=5k/s
 //! pool 0 scratch-md: class=metadata mount=/scratch rate=10k/s
+//! latency_sample 64
 //! ```
+//! `latency_sample N` (optional, [`DEFAULT_LATENCY_SAMPLE`] when absent, 0 for none): each
+//! thread times one real call in N of those a pool admits, into the pool's latency
+//! histogram in the segment ([`latency_sample_of`] reads it; [`StageConfig`] itself does
+//! not carry it, so that its literal constructions stay valid).
 //! Rules are in the order they are tried (first match wins); the number before each is its
 //! slot: the bucket and counters it uses, which stay its own while it lives, so that a
 //! controller can add or remove other rules without resetting its counters. A pool is
@@ -65,6 +70,18 @@ pub enum ConfigError {
         /// The slot as written.
         slot: String,
     },
+    /// An item whose value is not what it takes.
+    #[error("line {line}: '{item}' takes {wants}, not '{value}'")]
+    BadValue {
+        /// 1-based line number.
+        line: usize,
+        /// The item.
+        item: String,
+        /// What it takes.
+        wants: &'static str,
+        /// The value as written.
+        value: String,
+    },
     /// A rule that does not parse.
     #[error("line {line}: {source}")]
     Rule {
@@ -120,6 +137,9 @@ impl StageConfig {
                 "user" => c.user = Some(value.to_owned()),
                 "mount" => c.mounts.push(value.to_owned()),
                 "fstype" => c.fs_types.push(value.to_owned()),
+                LATENCY_SAMPLE_ITEM => {
+                    parse_latency_sample(i + 1, value)?;
+                }
                 "rule" | "pool" => {
                     let (slots, max, list) = match item {
                         "rule" => (&c.rules, MAX_RULES, 0),
@@ -138,6 +158,44 @@ impl StageConfig {
         }
         Ok(c)
     }
+}
+
+/// The configuration item that sets how often a stage samples latency.
+pub const LATENCY_SAMPLE_ITEM: &str = "latency_sample";
+/// One real call in this many (per thread, among those a pool admits) is timed.
+pub const DEFAULT_LATENCY_SAMPLE: u32 = 64;
+
+fn parse_latency_sample(line: usize, value: &str) -> Result<u32, ConfigError> {
+    value.parse::<u32>().map_err(|_| ConfigError::BadValue {
+        line,
+        item: LATENCY_SAMPLE_ITEM.to_owned(),
+        wants: "a whole number of calls (0: no sampling)",
+        value: value.to_owned(),
+    })
+}
+
+/// The latency sampling period a configuration text sets (`latency_sample N`, the last one
+/// if several), [`DEFAULT_LATENCY_SAMPLE`] when it sets none or an invalid one
+/// ([`StageConfig::from_text`] refuses the latter).
+pub fn latency_sample_of(text: &str) -> u32 {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let (item, value) = l.split_once(' ')?;
+            (item == LATENCY_SAMPLE_ITEM).then(|| parse_latency_sample(i + 1, value).ok())?
+        })
+        .last()
+        .unwrap_or(DEFAULT_LATENCY_SAMPLE)
+}
+
+/// `text` with its latency sampling period set to `every` (a line appended: the last one
+/// counts).
+pub fn with_latency_sample(mut text: String, every: u32) -> String {
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let _ = writeln!(text, "{LATENCY_SAMPLE_ITEM} {every}");
+    text
 }
 
 /// Reads `SLOT RULE` whose slot is below `max` and not among `taken`.
@@ -178,6 +236,23 @@ mod tests {
             }],
         };
         assert_eq!(StageConfig::from_text(&c.to_text()).unwrap(), c);
+    }
+
+    #[test]
+    fn latency_sample_is_read_and_checked() {
+        let c = StageConfig {
+            job: "7".into(),
+            ..Default::default()
+        };
+        assert_eq!(latency_sample_of(&c.to_text()), DEFAULT_LATENCY_SAMPLE);
+        let text = with_latency_sample(c.to_text(), 16);
+        assert_eq!(latency_sample_of(&text), 16);
+        assert_eq!(StageConfig::from_text(&text).unwrap(), c);
+        assert_eq!(latency_sample_of(&with_latency_sample(text, 0)), 0);
+        assert!(matches!(
+            StageConfig::from_text("latency_sample often"),
+            Err(ConfigError::BadValue { line: 1, .. })
+        ));
     }
 
     #[test]

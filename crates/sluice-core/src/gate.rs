@@ -8,10 +8,10 @@
 use std::sync::atomic::AtomicU32;
 
 use crate::bucket::{LocalCache, refund, reserve};
-use crate::classify::{Channel, Compiled};
+use crate::classify::{Compiled, Plan};
 use crate::op::Op;
 use crate::path::PlaceIdx;
-use crate::segment::{CHANNELS, SHARDS, Segment, Shard, bump, rescale};
+use crate::segment::{CHANNELS, MAX_RULES, SHARDS, Segment, Shard, bump, rescale};
 
 /// How long a thread held by a zero rate sleeps before it looks at the rate again, should
 /// the wake-up of a rate change be lost (a controller killed between write and wake).
@@ -36,6 +36,8 @@ pub trait Clock {
 #[derive(Clone, Debug)]
 pub struct ThreadState {
     shard: usize,
+    /// Calls through a pool left before the next one is timed (latency sampling).
+    sample_left: u32,
     caches: [LocalCache; CHANNELS],
 }
 
@@ -44,8 +46,21 @@ impl ThreadState {
     pub const fn new() -> Self {
         ThreadState {
             shard: usize::MAX,
+            sample_left: 0,
             caches: [LocalCache::new(); CHANNELS],
         }
+    }
+
+    /// Whether this call is one to time: one in `every` (0: none). A thread-local
+    /// countdown, so a call that is not sampled reads no clock.
+    #[inline(always)]
+    fn sample(&mut self, every: u32) -> bool {
+        if self.sample_left > 1 {
+            self.sample_left -= 1;
+            return false;
+        }
+        self.sample_left = every;
+        every != 0
     }
 
     /// This thread's shard, and whether the thread owns it (is its only writer).
@@ -91,9 +106,13 @@ pub const MAX_IO: u64 = 0x7fff_f000;
 #[must_use = "a ticket counts the call when finished"]
 pub struct Ticket {
     op: Op,
-    place: PlaceIdx,
     size: Size,
-    channel: Option<Channel>,
+    plan: Plan,
+    /// What the first channel charged before the call (a rule's charge is settled on what
+    /// it reserved even if the burst changed meanwhile; pools recompute theirs).
+    first_cost: u64,
+    /// When the real call started, for a call sampled for its latency; 0 otherwise.
+    started: u64,
 }
 
 /// The admission path over one segment and one process's compiled rules and pools.
@@ -109,14 +128,26 @@ impl Gate<'_> {
     /// Counts a call on an unmanaged target.
     #[inline]
     pub fn unmanaged(&self, ts: &mut ThreadState) {
-        let (shard, owned) = ts.shard(self.segment);
+        Gate::count_unmanaged(self.segment, ts);
+    }
+
+    /// Counts a call on an unmanaged target of `segment`: needs no rules, so a caller need
+    /// not check that its rules are current.
+    #[inline]
+    pub fn count_unmanaged(segment: &Segment, ts: &mut ThreadState) {
+        let (shard, owned) = ts.shard(segment);
         bump(&shard.unmanaged, 1, owned);
     }
 
-    /// Admits `op` on a managed target in `place`: finds its rule and its pools, and for
-    /// each in turn reserves its cost and sleeps until the reservation is due. A call is
-    /// held by its first matching rule and by every pool it belongs to: when one of them
-    /// is congested, it waits for that one.
+    /// Admits `op` on a managed target in `place`: finds its rule and its pools (one
+    /// lookup in the plans compiled with the rules), and for each in turn reserves its cost
+    /// and sleeps until the reservation is due. A call is held by its first matching rule
+    /// and by every pool it belongs to: when one of them is congested, it waits for that
+    /// one. A call that takes tokens from its thread's batches reads one coarse clock.
+    ///
+    /// One call in the configuration's `latency_sample` of those a pool admits (per
+    /// thread) is timed: the precise clock is read here, as the last thing before the real
+    /// call, and again in [`Gate::finish`].
     #[inline]
     pub fn admit(
         &self,
@@ -126,63 +157,79 @@ impl Gate<'_> {
         place: PlaceIdx,
         size: Size,
     ) -> Ticket {
-        let asked = asked(size);
-        let channel = self
-            .compiled
-            .channel(op, place, asked)
-            .map(|ch| self.charged(ch, size));
-        if let Some(ch) = channel {
-            self.pass(ts, clock, ch);
+        let plan = self.compiled.plan(op, place, asked(size));
+        let mut coarse = 0;
+        let mut first_cost = 0;
+        for (k, (i, bytes)) in plan.channels().enumerate() {
+            let cost = if bytes { self.charged(i, size) } else { 1 };
+            if k == 0 {
+                first_cost = cost;
+            }
+            self.pass(ts, clock, i, cost, &mut coarse);
         }
-        for ch in self.compiled.pools(op, place, asked) {
-            self.pass(ts, clock, self.charged(ch, size));
-        }
+        let started = if !plan.pools().is_empty() && ts.sample(self.compiled.latency_sample()) {
+            clock.now_ns().max(1)
+        } else {
+            0
+        };
         Ticket {
             op,
-            place,
             size,
-            channel,
+            plan,
+            first_cost,
+            started,
         }
     }
 
-    /// `ch` with the cost charged before the call (see [`Size`]).
+    /// What a bytes channel `i` charges before the call (see [`Size`]).
     #[inline]
-    fn charged(&self, mut ch: Channel, size: Size) -> Channel {
-        if ch.bytes {
-            ch.cost = match size {
-                Size::Known(n) => n.min(MAX_IO),
-                Size::UpTo(n) => n.min(self.segment.bucket(ch.index as usize).limit().burst),
-                Size::AfterCall => 0,
-            };
+    fn charged(&self, i: usize, size: Size) -> u64 {
+        match size {
+            Size::Known(n) => n.min(MAX_IO),
+            Size::UpTo(n) => n.min(self.segment.bucket(i).limit().burst),
+            Size::AfterCall => 0,
         }
-        ch
     }
 
-    /// Counts an arrival on `ch`, waits for its admission and counts the wait.
-    #[inline]
-    fn pass(&self, ts: &mut ThreadState, clock: &impl Clock, ch: Channel) {
+    /// Counts an arrival on channel `i`, waits for its admission and counts the wait.
+    /// `coarse` is the coarse clock as read by this call (0: not read yet); a wait makes
+    /// it stale.
+    #[inline(always)]
+    fn pass(
+        &self,
+        ts: &mut ThreadState,
+        clock: &impl Clock,
+        i: usize,
+        cost: u64,
+        coarse: &mut u64,
+    ) {
         let (shard, owned) = ts.shard(self.segment);
-        let c = &shard.channels[ch.index as usize];
+        let c = &shard.channels[i];
         bump(&c.arrivals, 1, owned);
-        let waited = self.wait_for(ts, clock, ch);
+        let bucket = self.segment.bucket(i);
+        if *coarse == 0 {
+            *coarse = clock.coarse_ns();
+        }
+        if ts.caches[i].take(bucket.generation(), *coarse, cost) {
+            return;
+        }
+        let waited = self.wait_for(ts, clock, i, cost);
         if waited > 0 {
             bump(&c.wait_ns, waited, owned);
+            *coarse = 0;
         }
     }
 
-    fn wait_for(&self, ts: &mut ThreadState, clock: &impl Clock, ch: Channel) -> u64 {
-        let i = ch.index as usize;
+    #[inline(never)]
+    fn wait_for(&self, ts: &mut ThreadState, clock: &impl Clock, i: usize, cost: u64) -> u64 {
         let bucket = self.segment.bucket(i);
-        if ts.caches[i].take(bucket.generation(), clock.coarse_ns(), ch.cost) {
-            return 0;
-        }
         let arrived = clock.now_ns();
         let mut now = arrived;
         let res = clock.coarse_resolution_ns();
         loop {
             let mut generation = bucket.generation();
             let limit = bucket.limit();
-            let Some(mut at) = ts.caches[i].refill(bucket, limit, generation, now, ch.cost, res)
+            let Some(mut at) = ts.caches[i].refill(bucket, limit, generation, now, cost, res)
             else {
                 // Held at a zero rate with nothing reserved: reserve once it changes.
                 self.sleep(ts, clock, i, now + HOLD_POLL_NS, generation);
@@ -225,33 +272,37 @@ impl Gate<'_> {
     }
 
     /// Counts an admitted call once the real call returned, having moved `moved` bytes.
-    /// Bytes channels settle on what the call moved (see [`Size`]).
+    /// Bytes channels settle on what the call moved (see [`Size`]); a call sampled for its
+    /// latency records it in each of its pools.
     #[inline]
     pub fn finish(&self, ts: &mut ThreadState, clock: &impl Clock, ticket: Ticket, moved: u64) {
         let (shard, owned) = ts.shard(self.segment);
+        if ticket.started != 0 {
+            let took = clock.now_ns().saturating_sub(ticket.started);
+            for &ch in ticket.plan.pools() {
+                shard.latency[ch as usize - MAX_RULES].record(took, owned);
+            }
+        }
         let c = &shard.ops[ticket.op.index()];
         bump(&c.calls, 1, owned);
         if moved > 0 {
             bump(&c.bytes, moved, owned);
         }
-        if let Some(ch) = ticket.channel {
-            self.settle(ts, shard, owned, clock, ch, moved);
-        }
-        let asked = asked(ticket.size);
-        for ch in self.compiled.pools(ticket.op, ticket.place, asked) {
-            self.settle(
-                ts,
-                shard,
-                owned,
-                clock,
-                self.charged(ch, ticket.size),
-                moved,
-            );
+        for (k, (i, bytes)) in ticket.plan.channels().enumerate() {
+            bump(&shard.channels[i].admitted, 1, owned);
+            if bytes {
+                let cost = match k {
+                    0 => ticket.first_cost,
+                    _ => self.charged(i, ticket.size),
+                };
+                self.settle(ts, shard, owned, clock, i, cost, moved);
+            }
         }
     }
 
-    /// Counts `ch`'s admission; a bytes channel settles on what the call moved, bytes
-    /// beyond its charge from the thread's batch first.
+    /// A bytes channel settles on what the call moved: bytes beyond its charge from the
+    /// thread's batch first, bytes it did not move given back.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn settle(
         &self,
@@ -259,24 +310,19 @@ impl Gate<'_> {
         shard: &Shard,
         owned: bool,
         clock: &impl Clock,
-        ch: Channel,
+        i: usize,
+        cost: u64,
         moved: u64,
     ) {
-        let c = &shard.channels[ch.index as usize];
-        bump(&c.admitted, 1, owned);
-        if ch.bytes {
-            bump(&c.bytes, moved, owned);
-            let i = ch.index as usize;
-            let bucket = self.segment.bucket(i);
-            if moved > ch.cost {
-                let owed =
-                    ts.caches[i].spend(bucket.generation(), clock.coarse_ns(), moved - ch.cost);
-                if owed > 0 {
-                    let _ = reserve(bucket, bucket.limit(), clock.now_ns(), owed);
-                }
-            } else if moved < ch.cost {
-                refund(bucket, bucket.limit(), clock.now_ns(), ch.cost - moved);
+        bump(&shard.channels[i].bytes, moved, owned);
+        let bucket = self.segment.bucket(i);
+        if moved > cost {
+            let owed = ts.caches[i].spend(bucket.generation(), clock.coarse_ns(), moved - cost);
+            if owed > 0 {
+                let _ = reserve(bucket, bucket.limit(), clock.now_ns(), owed);
             }
+        } else if moved < cost {
+            refund(bucket, bucket.limit(), clock.now_ns(), cost - moved);
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct MountTable {
     /// The first letters of every place but the root, as a 256-bit set: a path whose first
     /// letter is in none of them can only fall under the root.
     first_letters: [u64; 4],
+    /// Bit `i`: entry `i` is managed.
+    managed_mask: u64,
 }
 
 /// The places never managed when no mount is named: kernel and runtime pseudo file systems.
@@ -59,6 +61,7 @@ impl MountTable {
     pub fn new(managed: Option<&[String]>, rule_places: &[String]) -> Result<Self, PlaceError> {
         let everything = managed.is_none();
         let mut table = MountTable {
+            managed_mask: everything as u64,
             places: vec![Place {
                 path: "/".into(),
                 managed: everything,
@@ -85,8 +88,9 @@ impl MountTable {
 
     fn insert(&mut self, path: &str, managed: bool) -> Result<(), PlaceError> {
         let norm = normalize_owned(path)?;
-        if let Some(p) = self.places.iter_mut().find(|p| p.path == norm) {
-            p.managed = managed;
+        if let Some(i) = self.places.iter().position(|p| p.path == norm) {
+            self.places[i].managed = managed;
+            self.managed_mask = self.managed_mask & !(1 << i) | (managed as u64) << i;
             return Ok(());
         }
         if self.places.len() == MAX_PLACES {
@@ -95,6 +99,7 @@ impl MountTable {
         if let Some(&c) = norm.as_bytes().get(1) {
             self.first_letters[c as usize / 64] |= 1 << (c % 64);
         }
+        self.managed_mask |= (managed as u64) << self.places.len();
         self.places.push(Place {
             path: norm,
             managed,
@@ -110,7 +115,7 @@ impl MountTable {
     /// Whether entry `idx` is managed.
     #[inline]
     pub fn is_managed(&self, idx: PlaceIdx) -> bool {
-        self.places.get(idx as usize).is_some_and(|p| p.managed)
+        (idx as usize) < MAX_PLACES && self.managed_mask >> idx & 1 != 0
     }
 
     /// Whether no place but the root starts with letter `c` (a path's byte after its
@@ -232,6 +237,97 @@ pub fn is_normal(path: &[u8]) -> bool {
             *last != b'/' && !dot && !slash
         }
         _ => false,
+    }
+}
+
+/// What one pass over a C path found: its length and the pairs that keep it from being in
+/// normal form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// Bytes before the NUL.
+    pub len: usize,
+    /// A slash followed by a dot (a `.` or `..` component, or a name starting with a dot).
+    pub slash_dot: bool,
+    /// A slash followed by a slash, or a slash before the NUL.
+    pub slash_slash: bool,
+}
+
+impl Scan {
+    /// Whether the path is absolute and in normal form (as [`is_normal`] judges it).
+    #[inline]
+    pub fn is_normal(&self, first: u8) -> bool {
+        first == b'/' && !self.slash_dot && (!self.slash_slash || self.len == 1)
+    }
+}
+
+/// Measures a NUL-terminated path and checks it for `/.`, `//` and a trailing slash, in
+/// one pass, sixteen bytes at a time: the stage runs this on every path a program passes.
+///
+/// The pass reads whole aligned 16-byte blocks, so it may read up to 15 bytes beyond the
+/// NUL but never into another page (the way `strlen` is written); the loads are made with
+/// inline assembly, outside the language's object model.
+///
+/// # Safety
+/// `p` points to a NUL-terminated string.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub unsafe fn scan_c_path(p: *const u8) -> Scan {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8, _mm_setzero_si128,
+    };
+    let off = p as usize & 15;
+    let mut q = p.wrapping_sub(off);
+    let mut shift = off as u32;
+    let (mut dots, mut slashes, mut carry) = (0u32, 0u32, 0u32);
+    loop {
+        let v: __m128i;
+        // SAFETY: an aligned 16-byte block that holds at least one byte of the string up
+        // to its NUL lies within one page, which is mapped. SSE2 is part of x86_64.
+        let (z, s, d) = unsafe {
+            std::arch::asm!("movdqa {v}, [{q}]", q = in(reg) q, v = out(xmm_reg) v,
+                options(pure, readonly, nostack, preserves_flags));
+            let mask = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))) as u32;
+            (
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) as u32 >> shift,
+                mask(b'/') >> shift,
+                mask(b'.') >> shift,
+            )
+        };
+        // Bit i: byte i follows a slash (bit 0 of the first block never does).
+        let after = (s << 1) | carry;
+        if z != 0 {
+            let nul = z & z.wrapping_neg();
+            let before = nul - 1;
+            dots |= after & d & before;
+            slashes |= after & (s & before | nul);
+            return Scan {
+                len: (q as usize + shift as usize - p as usize) + z.trailing_zeros() as usize,
+                slash_dot: dots != 0,
+                slash_slash: slashes != 0,
+            };
+        }
+        dots |= after & d;
+        slashes |= after & s;
+        carry = (s >> (15 - shift)) & 1;
+        q = q.wrapping_add(16);
+        shift = 0;
+    }
+}
+
+/// See the x86_64 version; elsewhere a byte at a time.
+///
+/// # Safety
+/// `p` points to a NUL-terminated string.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub unsafe fn scan_c_path(p: *const u8) -> Scan {
+    // SAFETY: the caller's promise.
+    let path = unsafe { std::ffi::CStr::from_ptr(p.cast()) }.to_bytes();
+    let (dot, slash) = slash_pairs(path);
+    Scan {
+        len: path.len(),
+        slash_dot: dot,
+        slash_slash: slash || path.last() == Some(&b'/'),
     }
 }
 
@@ -364,6 +460,67 @@ mod tests {
         assert!(!is_normal(b"/scratch/./x"));
         assert!(!is_normal(b"/scratch/x/"));
         assert!(!is_normal(b"x"));
+    }
+
+    /// The one-pass scan agrees with `strlen` and `is_normal` wherever the string starts
+    /// relative to 16-byte blocks.
+    #[test]
+    fn one_pass_scan_agrees_with_the_slice_checks() {
+        let cases: &[&[u8]] = &[
+            b"/",
+            b"//",
+            b"/a",
+            b"/a/",
+            b"/a/.",
+            b"/a/..",
+            b"/a/.b",
+            b"/scratch/x",
+            b"/1234567/.x",
+            b"/1234567//x",
+            b"/123456789012345/x",
+            b"/12345678901234/.x",
+            b"/123456789012345/.x",
+            b"/1234567890123456/.x",
+            b"/dev/shm/sluice-bench.AbCdEf/managed/f",
+            b"/a/very-long-component-name/and/more//x",
+            b"/a/x../y.z/very-long-component-name/and/more/x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/.x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
+            b"/aaaaaaaaaaaaaaa/.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+            b"relative/x",
+            b"./x",
+            b"",
+        ];
+        let mut page = vec![0u8; 8192];
+        let base = page.as_mut_ptr() as usize;
+        let start = base.next_multiple_of(4096) - base;
+        for case in cases {
+            for off in 0..33 {
+                let at = start + off;
+                page[at..at + case.len()].copy_from_slice(case);
+                page[at + case.len()] = 0;
+                // SAFETY: NUL-terminated just above.
+                let scan = unsafe { scan_c_path(page[at..].as_ptr()) };
+                assert_eq!(
+                    scan.len,
+                    case.len(),
+                    "{:?} at {off}",
+                    String::from_utf8_lossy(case)
+                );
+                let first = case.first().copied().unwrap_or(0);
+                assert_eq!(
+                    scan.is_normal(first),
+                    is_normal(case),
+                    "{:?} at {off}",
+                    String::from_utf8_lossy(case)
+                );
+                let (dot, _) = slash_pairs(case);
+                assert_eq!(scan.slash_dot, dot, "{:?}", String::from_utf8_lossy(case));
+                page[at..at + case.len() + 1].fill(b'/');
+            }
+            page.fill(0);
+        }
     }
 
     #[test]

@@ -30,7 +30,10 @@ pub const SHARDS: usize = 256;
 pub const CONFIG_LEN: usize = 60 * 1024;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICE\0\x01");
-const LAYOUT_VERSION: u64 = 2;
+const LAYOUT_VERSION: u64 = 3;
+/// Buckets of a latency histogram: bucket `b` counts latencies in `[2^(b-1), 2^b)`
+/// nanoseconds (bucket 0: under 1 ns), the last one everything from 2^30 ns (1.07 s) up.
+pub const LATENCY_BUCKETS: usize = 32;
 
 /// Why a mapped segment cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -178,6 +181,45 @@ pub struct ChannelCounter {
     pub waiting: AtomicU64,
 }
 
+/// The latency of the real calls a pool admitted, sampled (one call in N per thread; N is
+/// the configuration's `latency_sample`): a histogram of log2 buckets and the sum.
+///
+/// Buckets are 32 bits: a thread samples one call in N, so one bucket of one shard wraps
+/// only after 2^32 samples (years at a million calls a second); readers add them as u64.
+#[repr(C)]
+pub struct LatencyCounter {
+    /// Sum of the sampled latencies, in nanoseconds.
+    pub sum_ns: AtomicU64,
+    /// Sampled calls per bucket (see [`LATENCY_BUCKETS`] and [`latency_bucket`]).
+    pub buckets: [AtomicU32; LATENCY_BUCKETS],
+}
+
+impl LatencyCounter {
+    /// Records one sampled call that took `ns` nanoseconds.
+    #[inline]
+    pub fn record(&self, ns: u64, owned: bool) {
+        bump(&self.sum_ns, ns, owned);
+        let b = &self.buckets[latency_bucket(ns)];
+        if owned {
+            b.store(b.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        } else {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The histogram bucket of a latency of `ns` nanoseconds: the bit length of `ns`, at most
+/// the last bucket.
+#[inline]
+pub fn latency_bucket(ns: u64) -> usize {
+    ((u64::BITS - ns.leading_zeros()) as usize).min(LATENCY_BUCKETS - 1)
+}
+
+/// The least latency (ns) bucket `b` counts; bucket `b` ends where `b + 1` starts.
+pub fn latency_bucket_floor(b: usize) -> u64 {
+    if b == 0 { 0 } else { 1 << (b - 1) }
+}
+
 /// The counters one group of threads writes.
 #[repr(C, align(64))]
 pub struct Shard {
@@ -187,6 +229,9 @@ pub struct Shard {
     pub channels: [ChannelCounter; CHANNELS],
     /// Calls on unmanaged targets.
     pub unmanaged: AtomicU64,
+    /// Sampled latency of the real calls per pool (index: pool slot, that is channel
+    /// minus [`MAX_RULES`]).
+    pub latency: [LatencyCounter; MAX_POOLS],
 }
 
 /// The segment, as mapped.
@@ -318,6 +363,14 @@ impl Segment {
                 acc.add(&ChannelTotal::of(c));
             }
             t.unmanaged += s.unmanaged.load(Ordering::Relaxed);
+            for (acc, l) in t.channels[MAX_RULES..].iter_mut().zip(&s.latency) {
+                acc.latency_sum_ns = acc
+                    .latency_sum_ns
+                    .wrapping_add(l.sum_ns.load(Ordering::Relaxed));
+                for (a, b) in acc.latency.iter_mut().zip(&l.buckets) {
+                    *a += b.load(Ordering::Relaxed) as u64;
+                }
+            }
         }
         t
     }
@@ -359,6 +412,14 @@ pub struct ChannelTotal {
     pub wait_ns: u64,
     /// Calls waiting at the moment the totals were taken.
     pub waiting: u64,
+    /// Pools only (zero for rules): the sampled latencies of the real calls the pool
+    /// admitted, as a histogram of log2 buckets of nanoseconds (bucket `b` counts
+    /// `[2^(b-1), 2^b)`, see [`latency_bucket`]). Counts only grow: the latencies of an
+    /// interval are the difference of two readings ([`ChannelTotal::latency_since`]),
+    /// whose [`Latency::quantile`] gives p50 or p99.
+    pub latency: [u64; LATENCY_BUCKETS],
+    /// Pools only: the sum of the sampled latencies, in nanoseconds (wrapping).
+    pub latency_sum_ns: u64,
 }
 
 impl ChannelTotal {
@@ -370,7 +431,23 @@ impl ChannelTotal {
             bytes: c.bytes.load(Ordering::Relaxed),
             wait_ns: c.wait_ns.load(Ordering::Relaxed),
             waiting: c.waiting.load(Ordering::Relaxed),
+            latency: [0; LATENCY_BUCKETS],
+            latency_sum_ns: 0,
         }
+    }
+
+    /// The latencies sampled between `earlier` (a reading of the same channel) and this
+    /// reading.
+    pub fn latency_since(&self, earlier: &ChannelTotal) -> Latency {
+        Latency {
+            buckets: std::array::from_fn(|b| self.latency[b].saturating_sub(earlier.latency[b])),
+            sum_ns: self.latency_sum_ns.wrapping_sub(earlier.latency_sum_ns),
+        }
+    }
+
+    /// Every latency sampled so far.
+    pub fn latency_total(&self) -> Latency {
+        self.latency_since(&ChannelTotal::default())
     }
 
     /// Adds `o` (the gauge wraps: each shard's is a count of +1s and -1s).
@@ -380,6 +457,55 @@ impl ChannelTotal {
         self.bytes += o.bytes;
         self.wait_ns += o.wait_ns;
         self.waiting = self.waiting.wrapping_add(o.waiting);
+        for (a, b) in self.latency.iter_mut().zip(&o.latency) {
+            *a += b;
+        }
+        self.latency_sum_ns = self.latency_sum_ns.wrapping_add(o.latency_sum_ns);
+    }
+}
+
+/// Sampled latencies of one pool over an interval: a log2 histogram of nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    /// Calls per bucket (see [`latency_bucket`]).
+    pub buckets: [u64; LATENCY_BUCKETS],
+    /// Sum of the latencies, in nanoseconds.
+    pub sum_ns: u64,
+}
+
+impl Latency {
+    /// Calls sampled.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Mean latency in nanoseconds, `None` with no sample.
+    pub fn mean_ns(&self) -> Option<u64> {
+        let n = self.count();
+        (n > 0).then(|| self.sum_ns / n)
+    }
+
+    /// The `q` quantile (0 < q ≤ 1: 0.5 for p50, 0.99 for p99) as the upper end of the
+    /// bucket it falls in (so within a factor of two above the true value), in
+    /// nanoseconds; `None` with no sample.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(if b + 1 < LATENCY_BUCKETS {
+                    latency_bucket_floor(b + 1)
+                } else {
+                    u64::MAX
+                });
+            }
+        }
+        None
     }
 }
 
@@ -437,6 +563,45 @@ mod tests {
             .calls
             .fetch_add(1, Ordering::Relaxed);
         assert_eq!(seg.totals().ops[Op::Getattr.index()].calls, 3);
+    }
+
+    #[test]
+    fn latency_histograms_sum_over_shards_and_give_quantiles() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 1);
+        assert_eq!(latency_bucket(1000), 10);
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket_floor(10), 512);
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let (a, shared) = (seg.next_shard(), SHARDS);
+        for _ in 0..=SHARDS {
+            seg.next_shard();
+        }
+        let before = seg.totals().channels[MAX_RULES + 2];
+        // 98 calls of about 1 µs, 2 of about 1 ms, in two shards.
+        for i in 0..100u64 {
+            let ns = if i < 98 { 700 + i } else { 1_000_000 };
+            seg.shard(if i % 2 == 0 { a } else { shared }).latency[2].record(ns, i % 2 == 0);
+        }
+        let t = seg.totals();
+        assert_eq!(t.channels[MAX_RULES + 1].latency_total().count(), 0);
+        assert!(
+            t.channels[0].latency.iter().all(|&c| c == 0),
+            "rules have none"
+        );
+        let l = t.channels[MAX_RULES + 2].latency_since(&before);
+        assert_eq!(l.count(), 100);
+        assert_eq!(l.sum_ns, (0..98).map(|i| 700 + i).sum::<u64>() + 2_000_000);
+        assert_eq!(l.quantile(0.5), Some(1024), "p50 in [512, 1024) ns");
+        assert_eq!(l.quantile(0.98), Some(1024));
+        assert_eq!(l.quantile(0.99), Some(1 << 20), "p99 in [2^19, 2^20) ns");
+        assert_eq!(Latency::default().quantile(0.5), None);
+        // The next interval starts from this reading.
+        seg.shard(a).latency[2].record(10, true);
+        let next = seg.totals().channels[MAX_RULES + 2].latency_since(&t.channels[MAX_RULES + 2]);
+        assert_eq!((next.count(), next.quantile(0.99)), (1, Some(16)));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use sluice_core::classify::Compiled;
-use sluice_core::config::StageConfig;
+use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
 use sluice_core::path::{MountTable, PATH_MAX, mounts_of_types};
 use sluice_core::rule::Identity;
@@ -88,8 +88,11 @@ impl State {
         match self.segment.config() {
             Ok((text, generation)) => {
                 let compiled = StageConfig::from_text(&text).map(|c| {
-                    self.compiled()
-                        .recompiled(&c.rules, &c.pools, &self.identity)
+                    let mut compiled =
+                        self.compiled()
+                            .recompiled(&c.rules, &c.pools, &self.identity);
+                    compiled.set_latency_sample(latency_sample_of(&text));
+                    compiled
                 });
                 match compiled {
                     Ok(c) => {
@@ -186,8 +189,9 @@ fn load(path: &CStr) -> Result<(State, String), String> {
         exe: exe_name(),
     };
     let mounts = managed_mounts(&config);
-    let compiled = Compiled::new(&config.rules, &config.pools, &identity, mounts.as_deref())
+    let mut compiled = Compiled::new(&config.rules, &config.pools, &identity, mounts.as_deref())
         .map_err(|e| e.to_string())?;
+    compiled.set_latency_sample(latency_sample_of(&text));
     let state = State {
         segment,
         compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),

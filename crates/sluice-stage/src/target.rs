@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use sluice_core::path::{PATH_MAX, PlaceIdx, is_normal, resolve_into};
+use sluice_core::path::{PATH_MAX, resolve_into, scan_c_path};
 
 use crate::fdtable::{self, Entry};
 use crate::hooks::slots;
@@ -92,6 +92,13 @@ pub fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
 }
 
 /// Where a path lies: relative to `dirfd`, or to the current directory when `None`.
+///
+/// One pass over the path measures it and finds what keeps it from normal form. An
+/// absolute path whose first letter starts no place and that has no component starting
+/// with a dot can only fall under the root: the common case of a program reading /usr or
+/// /etc while only /scratch is managed, answered without looking at the mount table. An
+/// absolute path in normal form is looked up in place.
+#[inline(always)]
 fn path_entry(
     st: &State,
     dirfd: Option<c_int>,
@@ -101,15 +108,22 @@ fn path_entry(
     if p.is_null() {
         return None;
     }
-    if let Some(place) = quick_root(st, p) {
-        let below = want_below && st.places().has_places_below(b"/");
-        return Some(Entry::File { place, below });
-    }
     // SAFETY: a non-null path from the application is NUL-terminated.
-    let rel = unsafe { CStr::from_ptr(p) }.to_bytes();
-    if rel.first() == Some(&b'/') {
-        if is_normal(rel) {
-            return Some(entry_of_normal(st, rel, want_below));
+    let scan = unsafe { scan_c_path(p.cast()) };
+    // SAFETY: the scan measured the string.
+    let rel = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), scan.len) };
+    let first = rel.first().copied().unwrap_or(0);
+    if first == b'/' {
+        if !scan.slash_dot {
+            let places = st.places();
+            let second = rel.get(1).copied().unwrap_or(0);
+            if second == 0 || places.no_place_starts_with(second) {
+                let below = want_below && places.has_places_below(b"/");
+                return Some(Entry::File { place: 0, below });
+            }
+            if scan.is_normal(first) {
+                return Some(entry_of_normal(st, rel, want_below));
+            }
         }
     } else {
         let base = match dirfd {
@@ -121,7 +135,7 @@ fn path_entry(
             Some(Entry::File {
                 place,
                 below: false,
-            }) if !has_dotdot(rel) => {
+            }) if !((scan.slash_dot || first == b'.') && has_dotdot(rel)) => {
                 return Some(Entry::File {
                     place,
                     below: false,
@@ -152,33 +166,6 @@ fn resolve_slow(st: &State, dirfd: Option<c_int>, rel: &[u8], want_below: bool) 
     let mut buf = [0u8; PATH_MAX];
     let n = resolve_into(&mut buf, &base_buf[..base_len], rel)?;
     Some(entry_of_normal(st, &buf[..n], want_below))
-}
-
-/// The root's entry for an absolute path whose first letter starts no other place and
-/// that has no component starting with a dot, found without measuring the string: the
-/// common case of a program reading /usr or /etc while only /scratch is managed.
-#[inline(always)]
-fn quick_root(st: &State, p: *const c_char) -> Option<PlaceIdx> {
-    // SAFETY: p is a NUL-terminated string; we read at most up to its NUL.
-    unsafe {
-        if *p != b'/' as c_char
-            || *p.add(1) == 0
-            || !st.places().no_place_starts_with(*p.add(1) as u8)
-        {
-            return None;
-        }
-        let mut q = p;
-        loop {
-            q = libc::strchr(q, b'.' as c_int);
-            if q.is_null() {
-                return Some(0);
-            }
-            if *q.sub(1) == b'/' as c_char {
-                return None;
-            }
-            q = q.add(1);
-        }
-    }
 }
 
 #[inline]

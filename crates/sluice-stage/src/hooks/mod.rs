@@ -17,7 +17,7 @@ mod table;
 
 use std::ffi::c_int;
 
-use sluice_core::gate::Size;
+use sluice_core::gate::{Gate, Size};
 use sluice_core::op::Op;
 
 pub use effect::Effect;
@@ -74,10 +74,10 @@ pub fn intercept<R: Ret>(
     let ret = match (op, entry) {
         (Some(op), Some(entry)) => match Guard::enter() {
             Some(mut guard) => {
-                let gate = st.gate();
                 let ts = guard.thread_state();
                 match entry {
                     Entry::File { place, .. } if st.places().is_managed(place) => {
+                        let gate = st.gate();
                         let ticket = gate.admit(ts, &SysClock, op, place, size());
                         let moved = moved();
                         let before = moved.before();
@@ -86,7 +86,7 @@ pub fn intercept<R: Ret>(
                         ret
                     }
                     _ => {
-                        gate.unmanaged(ts);
+                        Gate::count_unmanaged(st.segment, ts);
                         real()
                     }
                 }
