@@ -48,18 +48,7 @@ algorithm = "psfa"
 #[test]
 fn a_scenario_runs_each_setup_and_the_controlled_one_holds_the_pool() {
     let dir = tmp_dir();
-    let scenario = dir.path().join("small.toml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    let out = dir.path().join("out");
-    let o = Command::new(sluice_bin())
-        .env("SLUICE_STAGE", common::stage_lib())
-        .args(["experiment", "run"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = run_scenario(&dir, "small.toml", SCENARIO);
     for f in [
         "Baseline.csv",
         "Baseline.png",
@@ -104,6 +93,7 @@ fn a_scenario_runs_each_setup_and_the_controlled_one_holds_the_pool() {
     );
 
     // Bad input: one line, exit 2, nothing run.
+    let scenario = dir.path().join("small.toml");
     std::fs::write(&scenario, SCENARIO.replace("\"psfa\"", "\"fastest\"")).unwrap();
     let o = Command::new(sluice_bin())
         .args(["experiment", "run"])
@@ -113,4 +103,95 @@ fn a_scenario_runs_each_setup_and_the_controlled_one_holds_the_pool() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("fastest"), "{err}");
+}
+
+/// Two data jobs with reservations (SDQoS' desired bandwidths) in a bytes pool: each gets
+/// what it asked for. The pool's capacity stands in for a file system here (the test
+/// writes to a temporary directory), so the check is sluice's enforcement alone.
+const BANDWIDTH: &str = r#"
+name = "bw"
+interval = "100ms"
+timeout = 60
+
+[pool]
+name = "bw"
+match = "class=data"
+capacity = "32MB/s"
+min_share = 0
+
+[[job]]
+name = "a"
+desired = "8MB/s"
+
+[job.workload]
+kind = "continuous"
+block = "256KiB"
+threads = 2
+seconds = 6
+
+[[job]]
+name = "b"
+
+[job.workload]
+kind = "periodic"
+block = "256KiB"
+compute = 0.5
+volume = "2MiB"
+iterations = 6
+
+[[setup]]
+name = "Reserved"
+algorithm = "reservations"
+params = { work_conserving = false }
+limits = { a = "8MB/s", b = "4MB/s" }
+"#;
+
+#[test]
+fn data_jobs_get_their_desired_bandwidth_and_record_their_phases() {
+    let dir = tmp_dir();
+    let out = run_scenario(&dir, "bw.toml", BANDWIDTH);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    eprintln!("{summary:#}");
+    assert_eq!(summary["unit"], "bytes");
+    let rates = summary["setups"][0]["rates"].as_array().unwrap();
+    // The first 100-ms interval runs at the controller's initial rate: over a 6-s run
+    // that is worth up to 2%; a long run (make experiments) is within 1%.
+    let a = &rates[0];
+    assert_eq!(a["desired"].as_f64(), Some(8e6), "{a}");
+    let deviation = a["deviation_pct"].as_f64().unwrap();
+    assert!(
+        deviation <= 3.0,
+        "job a: {deviation}% from its desired rate: {a}"
+    );
+    // b's desired rate is its set-up's limit; its rate is over its I/O phases, which
+    // run at that limit.
+    let b = &rates[1];
+    assert_eq!(b["desired"].as_f64(), Some(4e6), "{b}");
+    let deviation = b["deviation_pct"].as_f64().unwrap();
+    assert!(
+        deviation <= 5.0,
+        "job b: {deviation}% from its desired rate: {b}"
+    );
+    let csv = std::fs::read_to_string(out.join("Reserved.csv")).unwrap();
+    assert!(csv.starts_with("second,job,bytes,allocation\n"), "{csv}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("| a deviation (%) |"), "{md}");
+}
+
+/// Runs `text` as scenario `name` in `dir`; returns its output directory.
+fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let scenario = dir.path().join(name);
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(sluice_bin())
+        .env("SLUICE_STAGE", common::stage_lib())
+        .args(["experiment", "run"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
 }

@@ -5,6 +5,8 @@
 //! - [`load`]: a closed-loop load of chosen file-system operations on a directory, by
 //!   several threads, reporting the achieved rate every second; run it under
 //!   `sluice run` to see a rule hold it.
+//! - [`data`]: data jobs for bandwidth experiments (continuous, bursty on/off, periodic
+//!   compute-then-I/O), each stretch of I/O recorded with its start and end.
 //! - [`ior`]: IOR-like sequential reads and writes (a file per process or one shared
 //!   file), and periodic applications (compute, then an I/O phase, repeated).
 //! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
@@ -23,6 +25,7 @@
 pub mod bench_control;
 pub mod bench_stage;
 pub mod calls;
+pub mod data;
 pub mod ior;
 pub mod load;
 mod meter;

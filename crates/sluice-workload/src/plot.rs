@@ -63,6 +63,16 @@ pub fn png(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(),
     })
 }
 
+/// A value for an axis or legend: thousands as `k` when large (calls per second), as it
+/// is when small (MB per second).
+fn short(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), String> {
     static FONTS: Once = Once::new();
     FONTS.call_once(|| {
@@ -100,7 +110,7 @@ fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), St
             .x_desc("seconds")
             .y_desc(unit)
             .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
+            .y_label_formatter(&|v| short(*v))
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .light_line_style(WHITE.mix(0.0))
@@ -114,7 +124,7 @@ fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), St
                 CAPACITY.stroke_width(2),
             ))
             .map_err(|e| e.to_string())?
-            .label(format!("pool capacity {:.0}k/s", capacity / 1000.0))
+            .label(format!("pool capacity {}/s", short(capacity)))
             .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], CAPACITY.stroke_width(2)));
         chart
             .draw_series(LineSeries::new(

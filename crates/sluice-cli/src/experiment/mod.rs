@@ -1,9 +1,12 @@
 //! `sluice experiment`: a scenario's set-ups run one after another with the real control
 //! plane and real processes under the stage, then measured and compared.
 
+mod fs;
+mod iosets;
 mod run;
 mod scenario;
 mod summary;
+mod worker;
 
 use std::path::PathBuf;
 
@@ -21,6 +24,10 @@ pub enum ExperimentCmd {
     Run(RunArgs),
     /// Put the summaries of several runs side by side (markdown on stdout).
     Compare(CompareArgs),
+    /// One process of a data job (started by `run`, under the stage): writes or reads
+    /// as its workload says, each second's bytes and each stretch of I/O to CSV.
+    #[command(hide = true)]
+    Data(worker::DataArgs),
 }
 
 /// `sluice experiment run`.
@@ -50,6 +57,7 @@ impl ExperimentCmd {
         match self {
             ExperimentCmd::Run(a) => run::run(&a.scenario, a.out.as_deref(), &a.setups),
             ExperimentCmd::Compare(a) => summary::compare(&a.dirs),
+            ExperimentCmd::Data(a) => a.run(),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Running a scenario's set-ups: one local controller per controlled set-up, each job's
-//! replayer processes started at their times, sampled every interval.
+//! processes (trace replayers, data writers and readers) started at their times, the
+//! allocations sampled every second, and every process's figures read back.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,8 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use sluice_workload::synth::{SynthSpec, synth};
 
-use super::scenario::{Scenario, Setup};
-use super::summary::{Outcome, write_outputs};
+use super::fs::LoopFs;
+use super::scenario::{Job, Scenario, Setup, Workload};
+use super::summary::{Outcome, PhaseRecord, write_outputs};
 use crate::Usage;
 
 /// Runs the scenario at `path`; returns the exit status.
@@ -34,41 +37,62 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
     // Absolute: the jobs' --mount must be.
     let out = out.canonicalize()?;
     let trace = out.join("trace.csv");
-    let spec = SynthSpec {
-        mean: sc.trace.mean.per_sec as f64,
-        seconds: sc.trace.seconds,
-        seed: sc.trace.seed,
-    };
-    let mut file = std::fs::File::create(&trace)
-        .with_context(|| format!("cannot write {}", trace.display()))?;
-    synth(&spec).write_csv(&mut file)?;
+    if let Some(t) = &sc.trace {
+        let spec = SynthSpec {
+            mean: t.mean.per_sec as f64,
+            seconds: t.seconds,
+            seed: t.seed,
+        };
+        let mut file = std::fs::File::create(&trace)
+            .with_context(|| format!("cannot write {}", trace.display()))?;
+        synth(&spec).write_csv(&mut file)?;
+    }
     let me = std::env::current_exe().context("cannot find the sluice binary")?;
+    // The file system lives through every set-up, each in a directory of its own on it.
+    let fs = sc.filesystem.as_ref().map(LoopFs::make).transpose()?;
     let mut outcomes = Vec::new();
     for setup in sc
         .setups
         .iter()
         .filter(|s| only.is_empty() || only.contains(&s.name))
     {
+        if setup.algorithm != "none" && sluice_policy::registry::find(&setup.algorithm).is_err() {
+            println!(
+                "{}: {} skipped: no algorithm {:?} in this build",
+                sc.name, setup.name, setup.algorithm
+            );
+            continue;
+        }
         println!("{}: {} ({})", sc.name, setup.name, setup.algorithm);
-        let outcome = run_setup(&sc, setup, &me, &trace, &out)?;
+        let data_root = fs.as_ref().map(|f| f.mount().to_owned());
+        let outcome = run_setup(&sc, setup, &me, &trace, &out, data_root.as_deref())?;
         println!(
-            "  makespan {:.0} s, {} s over capacity",
+            "  makespan {:.1} s, {} s over capacity",
             outcome.makespan(),
             outcome.seconds_over(sc.pool.capacity.per_sec as f64)
         );
         outcomes.push(outcome);
     }
+    drop(fs);
     write_outputs(&sc, &outcomes, &out)?;
     println!("wrote {}/summary.md", out.display());
     Ok(0)
 }
 
-/// Processes killed when dropped.
+/// Processes killed when dropped, each with its process group: a job's process is
+/// `sluice run` and the program it started, and a program left running after its
+/// launcher would keep writing (and keep the file system busy) after its set-up.
 struct Reaper(Vec<Child>);
 
 impl Drop for Reaper {
     fn drop(&mut self) {
         for c in &mut self.0 {
+            if let Ok(None) = c.try_wait()
+                && let Ok(pid) = i32::try_from(c.id())
+            {
+                // SAFETY: kill(2) with a process group id; no memory is involved.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -76,35 +100,125 @@ impl Drop for Reaper {
 }
 
 /// One set-up, start to end.
-fn run_setup(sc: &Scenario, setup: &Setup, me: &Path, trace: &Path, out: &Path) -> Result<Outcome> {
+fn run_setup(
+    sc: &Scenario,
+    setup: &Setup,
+    me: &Path,
+    trace: &Path,
+    out: &Path,
+    data_root: Option<&Path>,
+) -> Result<Outcome> {
     let work = out.join(format!(".work-{}", std::process::id()));
     // The controller's segments, on tmpfs, in a directory of the set-up's own: the
     // controller is killed at the end, so the segments it held are removed here.
     let shm = Path::new("/dev/shm").join(format!("sluice-experiment.{}", std::process::id()));
-    for dir in [&work, &shm] {
+    // The jobs' files: on the scenario's file system, else in the working directory.
+    let data = data_root.map_or_else(|| work.join("data"), |r| r.join("data"));
+    for dir in [&work, &shm, &data] {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)?;
     }
-    let result = run_in(sc, setup, me, trace, &work, &shm);
-    for dir in [&work, &shm] {
+    let result = run_in(
+        sc,
+        setup,
+        &Paths {
+            me,
+            trace,
+            work: &work,
+            shm: &shm,
+            data: &data,
+            direct: data_root.is_some(),
+        },
+    );
+    for dir in [&work, &shm, &data] {
         let _ = std::fs::remove_dir_all(dir);
     }
     result
 }
 
-fn run_in(
+/// Where a set-up's pieces are.
+struct Paths<'a> {
+    me: &'a Path,
+    trace: &'a Path,
+    work: &'a Path,
+    shm: &'a Path,
+    /// The managed directory holding every job's files.
+    data: &'a Path,
+    /// Whether data calls use O_DIRECT (on a real device; tmpfs and the like refuse it
+    /// or would bypass nothing).
+    direct: bool,
+}
+
+/// One process of one part of a job.
+struct Unit {
+    job: usize,
+    /// Its per-second CSV.
+    csv: PathBuf,
+    /// A data part's phases CSV; `None` for a trace replayer.
+    phases: Option<PathBuf>,
+    /// When it was started, s from the set-up's start.
+    at: f64,
+}
+
+/// The command of one process of a part: what it runs, bare (the caller puts it under
+/// `sluice run` when the set-up is controlled). Returns the command and its phases CSV.
+fn command(
     sc: &Scenario,
-    setup: &Setup,
-    me: &Path,
-    trace: &Path,
-    work: &Path,
-    shm: &Path,
-) -> Result<Outcome> {
+    job: &Job,
+    part: &Workload,
+    name: &str,
+    p: &Paths<'_>,
+) -> Result<(Vec<std::ffi::OsString>, Option<PathBuf>)> {
+    let dir = p.data.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let csv = p.work.join(format!("{name}.csv"));
+    let mut args: Vec<std::ffi::OsString> = vec![p.me.into()];
+    match part {
+        Workload::Trace => {
+            let scale = job.load / job.processes as f64;
+            args.extend(["replay".into(), p.trace.into(), "--dir".into(), dir.into()]);
+            args.extend(["--scale".into(), scale.to_string().into(), "--csv".into()]);
+            args.push(csv.into());
+            Ok((args, None))
+        }
+        Workload::Continuous { .. } | Workload::Bursty { .. } | Workload::Periodic { .. } => {
+            let phases = p.work.join(format!("{name}.phases.csv"));
+            // Each data file wraps within its share of the file system, so that no run
+            // fills it.
+            let files: u32 = sc
+                .jobs
+                .iter()
+                .flat_map(|j| {
+                    j.workload
+                        .list()
+                        .iter()
+                        .filter_map(|w| w.data())
+                        .map(|io| io.threads * j.processes)
+                })
+                .sum();
+            let file_size = sc.filesystem.as_ref().map_or(256 << 20, |f| {
+                (f.size / 10 * 7 / u64::from(files.max(1))).clamp(16 << 20, 1 << 30)
+            });
+            args.extend(["experiment".into(), "data".into(), "--spec".into()]);
+            args.push(serde_json::to_string(part)?.into());
+            args.extend(["--dir".into(), dir.into(), "--csv".into(), csv.into()]);
+            args.extend(["--phases".into(), phases.clone().into()]);
+            args.extend(["--file-size".into(), file_size.to_string().into()]);
+            if p.direct {
+                args.push("--direct".into());
+            }
+            Ok((args, Some(phases)))
+        }
+    }
+}
+
+fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
+    let (me, work) = (p.me, p.work);
     let controlled = setup.algorithm != "none";
     let socket = work.join("local.sock");
     let mut local = Reaper(Vec::new());
     if controlled {
-        std::fs::write(work.join("local.toml"), sc.local_config(&setup.algorithm))?;
+        std::fs::write(work.join("local.toml"), sc.local_config(setup))?;
         let log = std::fs::File::create(work.join("local.log"))?;
         local.0.push(
             Command::new(me)
@@ -114,79 +228,98 @@ fn run_in(
                 .arg("--state-dir")
                 .arg(work.join("state"))
                 .arg("--shm-dir")
-                .arg(shm)
+                .arg(p.shm)
                 .arg("--config")
                 .arg(work.join("local.toml"))
                 .args(["--node", "n1"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(log)
+                .process_group(0)
                 .spawn()
                 .context("cannot start sluice local")?,
         );
         wait_ready(me, &socket, work)?;
     }
     let start = Instant::now();
+    let start_unix = unix_now();
     let mut procs = Reaper(Vec::new());
-    // Per process: its job, its CSV, when it started (s from the set-up's start).
-    let mut meta: Vec<(usize, PathBuf, f64)> = Vec::new();
-    let mut started = vec![false; sc.jobs.len()];
+    let mut units: Vec<Unit> = Vec::new();
+    // Per job and part: started yet?
+    let mut started: Vec<Vec<bool>> = sc
+        .jobs
+        .iter()
+        .map(|j| vec![false; j.workload.list().len()])
+        .collect();
     let mut ended: Vec<Option<f64>> = vec![None; sc.jobs.len()];
     let mut allocation: BTreeMap<(usize, u64), f64> = BTreeMap::new();
-    let mut next_sample = sc.interval;
+    // Allocations are sampled once a second at most: the timeline is per second.
+    let sample_every = sc.interval.max(Duration::from_secs(1));
+    let mut next_sample = sample_every;
     let mut timed_out = false;
     loop {
         let now = start.elapsed();
         for (i, job) in sc.jobs.iter().enumerate() {
-            if started[i] || now < job.start {
-                continue;
-            }
-            started[i] = true;
-            for p in 0..job.processes {
-                let dir = work.join("data").join(&job.name).join(p.to_string());
-                std::fs::create_dir_all(&dir)?;
-                let csv = work.join(format!("{}-{p}.csv", job.name));
-                let err = std::fs::File::create(work.join(format!("{}-{p}.err", job.name)))?;
-                let scale = job.load / job.processes as f64;
-                let mut cmd = Command::new(me);
-                if controlled {
-                    cmd.arg("run")
-                        .arg("--socket")
-                        .arg(&socket)
-                        .args(["--job", &job.name, "--mount"])
-                        .arg(work.join("data"))
-                        .arg("--")
-                        .arg(me);
+            for (k, part) in job.workload.list().iter().enumerate() {
+                let delay = part.data().map_or(0.0, |io| io.delay);
+                let due = job.start + Duration::from_secs_f64(delay);
+                if started[i][k] || now < due {
+                    continue;
                 }
-                cmd.arg("replay")
-                    .arg(trace)
-                    .arg("--dir")
-                    .arg(&dir)
-                    .args(["--scale", &scale.to_string(), "--csv"])
-                    .arg(&csv)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(err);
-                procs
-                    .0
-                    .push(cmd.spawn().context("cannot start a replayer")?);
-                meta.push((i, csv, now.as_secs_f64()));
+                started[i][k] = true;
+                for n in 0..job.processes {
+                    let name = format!("{}-{k}-{n}", job.name);
+                    let (args, phases) = command(sc, job, part, &name, p)?;
+                    let err = std::fs::File::create(work.join(format!("{name}.err")))?;
+                    let mut cmd = Command::new(me);
+                    if controlled {
+                        cmd.arg("run")
+                            .arg("--socket")
+                            .arg(&socket)
+                            .args(["--job", &job.name, "--mount"])
+                            .arg(p.data)
+                            .arg("--")
+                            .args(&args);
+                        if let Some(nodes) = job.nodes {
+                            // The launcher reports the job's nodes from the resource
+                            // manager's environment: AdapTBF's priority.
+                            cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
+                        }
+                    } else {
+                        cmd.args(&args[1..]);
+                    }
+                    // A group of its own, so that the program `sluice run` started is
+                    // stopped with it (see Reaper).
+                    cmd.stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(err)
+                        .process_group(0);
+                    procs
+                        .0
+                        .push(cmd.spawn().context("cannot start a job's process")?);
+                    units.push(Unit {
+                        job: i,
+                        csv: work.join(format!("{name}.csv")),
+                        phases,
+                        at: now.as_secs_f64(),
+                    });
+                }
             }
         }
-        // A job ends when all its processes have.
+        // A job ends when all its parts have started and all its processes have ended.
         for (i, _) in sc.jobs.iter().enumerate() {
-            if !started[i] || ended[i].is_some() {
+            if !started[i].iter().all(|s| *s) || ended[i].is_some() {
                 continue;
             }
             let mut all = true;
             for (k, child) in procs.0.iter_mut().enumerate() {
                 match child.try_wait()? {
-                    _ if meta[k].0 != i => {}
+                    _ if units[k].job != i => {}
                     None => all = false,
                     Some(status) if !status.success() => {
-                        let err = meta[k].1.with_extension("err");
+                        let err = units[k].csv.with_extension("err");
                         bail!(
-                            "{}: a replayer of job {} failed ({status}): {}",
+                            "{}: a process of job {} failed ({status}): {}",
                             setup.name,
                             sc.jobs[i].name,
                             std::fs::read_to_string(err).unwrap_or_default().trim()
@@ -204,7 +337,7 @@ fn run_in(
             for (i, a) in sample_allocations(me, &socket, sc)? {
                 allocation.insert((i, second), a);
             }
-            next_sample += sc.interval;
+            next_sample += sample_every;
         }
         if ended.iter().all(Option::is_some) {
             break;
@@ -213,7 +346,7 @@ fn run_in(
             timed_out = true;
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
     drop(procs);
     drop(local);
@@ -223,22 +356,7 @@ fn run_in(
             setup.name, sc.timeout
         );
     }
-    let mut calls: BTreeMap<(usize, u64), f64> = BTreeMap::new();
-    for (job, csv, at) in &meta {
-        let Ok(text) = std::fs::read_to_string(csv) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split(',').collect();
-            let (Some(s), Some(done)) = (f.first(), f.get(3)) else {
-                continue;
-            };
-            let (Ok(s), Ok(done)) = (s.parse::<f64>(), done.parse::<f64>()) else {
-                continue;
-            };
-            *calls.entry((*job, (at + s).floor() as u64)).or_default() += done;
-        }
-    }
+    let (calls, phases) = collect(&units, start_unix);
     Ok(Outcome {
         setup: setup.name.clone(),
         algorithm: setup.algorithm.clone(),
@@ -247,7 +365,72 @@ fn run_in(
         ends: ended,
         calls,
         allocation,
+        phases,
+        limits: (0..sc.jobs.len())
+            .map(|i| sc.limit(setup, i).map(|r| r.per_sec as f64))
+            .collect(),
+        desired: (0..sc.jobs.len())
+            .map(|i| sc.desired(setup, i).map(|r| r.per_sec as f64))
+            .collect(),
     })
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Every process's figures, on the set-up's clock: calls (or bytes) per job and second,
+/// and the data parts' phases.
+fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec<PhaseRecord>) {
+    let mut calls: BTreeMap<(usize, u64), f64> = BTreeMap::new();
+    let mut phases = Vec::new();
+    for (u, unit) in units.iter().enumerate() {
+        let Ok(text) = std::fs::read_to_string(&unit.csv) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let number = |k: usize| f.get(k).and_then(|x| x.parse::<f64>().ok());
+            // A replayer's line: second,op,due,done,backlog, its seconds from its own
+            // start; a data process's: unix_s,bytes.
+            let (at, amount) = match unit.phases {
+                None => match (number(0), number(3)) {
+                    (Some(s), Some(done)) => (unit.at + s, done),
+                    _ => continue,
+                },
+                Some(_) => match (number(0), number(1)) {
+                    (Some(t), Some(bytes)) => (t - start_unix, bytes),
+                    _ => continue,
+                },
+            };
+            *calls
+                .entry((unit.job, at.max(0.0).floor() as u64))
+                .or_default() += amount;
+        }
+        let Some(path) = &unit.phases else { continue };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let number = |k: usize| f.get(k).and_then(|x| x.parse::<f64>().ok());
+            if let (Some(kind), Some(a), Some(b), Some(bytes)) =
+                (f.first(), number(1), number(2), number(3))
+            {
+                phases.push(PhaseRecord {
+                    job: unit.job,
+                    process: u,
+                    io: *kind == "io",
+                    start: a - start_unix,
+                    end: b - start_unix,
+                    bytes,
+                });
+            }
+        }
+    }
+    (calls, phases)
 }
 
 /// Waits until the local controller answers.

@@ -1,13 +1,15 @@
-//! A scenario file: jobs, the pool they share, the trace they replay, the set-ups to
-//! compare (docs/experiments.md has the schema).
+//! A scenario file: jobs, the pool they share, what each job does (a workload), the
+//! file system they may share, the set-ups to compare (docs/experiments.md has the
+//! schema).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sluice_control::config::parse_duration;
-use sluice_core::rule::Rate;
+use sluice_core::rule::{Rate, Unit};
 
 /// A whole scenario.
 #[derive(Debug, Deserialize)]
@@ -23,8 +25,15 @@ pub struct Scenario {
     pub timeout: Duration,
     /// The shared capacity.
     pub pool: Pool,
-    /// The trace every job replays (scaled by its load).
-    pub trace: TraceSpec,
+    /// The trace every `trace` job replays (scaled by its load); needed only by them.
+    pub trace: Option<TraceSpec>,
+    /// A real file system whose bandwidth the jobs share; without it the data jobs write
+    /// to the results' working directory, and the pool's capacity stands in for a file
+    /// system's.
+    pub filesystem: Option<FsSpec>,
+    /// What the summary measures beyond the defaults.
+    #[serde(default)]
+    pub metrics: Metrics,
     /// The jobs, in order of arrival.
     #[serde(rename = "job")]
     pub jobs: Vec<Job>,
@@ -42,9 +51,38 @@ pub struct Pool {
     /// Which calls count against it (a rule's conditions, e.g. `class=metadata`).
     #[serde(rename = "match")]
     pub matches: String,
-    /// Its capacity, in calls per second.
+    /// Its capacity: calls per second, or bytes per second for data (`64MiB/s`).
     #[serde(deserialize_with = "rate")]
     pub capacity: Rate,
+    /// The floor shared by all jobs (the controller's default when not given): 0 for a
+    /// reservation to be exactly what was asked.
+    pub min_share: Option<f64>,
+}
+
+/// A loop-device file system made for the run, its bandwidth throttled by the kernel's
+/// blkio controller on the root cgroup, so that every byte reaching the device, from any
+/// process, shares one bandwidth (needs root and cgroup v1's blkio).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsSpec {
+    /// The image's size (`2GiB`).
+    #[serde(deserialize_with = "size")]
+    pub size: u64,
+    /// The device's write bandwidth.
+    #[serde(deserialize_with = "rate")]
+    pub write: Rate,
+    /// The device's read bandwidth (default: the write bandwidth).
+    #[serde(default, deserialize_with = "some_rate")]
+    pub read: Option<Rate>,
+}
+
+/// Measures computed only when asked for.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// IO-SETS' time frame [T_begin, T_end] (seconds from the set-up's start) over which
+    /// stretch, I/O slowdown and utilization are computed from the periodic jobs' phases.
+    pub window: Option<[f64; 2]>,
 }
 
 /// A synthetic trace with the published statistics (`sluice trace synth`).
@@ -61,7 +99,7 @@ pub struct TraceSpec {
     pub seed: u64,
 }
 
-/// One job: replayer processes that arrive together.
+/// One job: processes that arrive together, doing what its workload says.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Job {
@@ -70,18 +108,123 @@ pub struct Job {
     /// When it arrives, in seconds from the start of the set-up.
     #[serde(default, deserialize_with = "seconds")]
     pub start: Duration,
-    /// Replayer processes (each replays the trace × load ÷ processes).
+    /// Processes of each part of its workload (a trace replayer's each replays the
+    /// trace × load ÷ processes; a data part's each moves what the part says).
     #[serde(default = "one")]
     pub processes: u32,
     /// The multiple of the trace it replays in all (Table 1's load proportion × jobs).
     #[serde(default = "unit")]
     pub load: f64,
-    /// Its rate limit (reservation) in the pool.
-    #[serde(deserialize_with = "rate")]
-    pub limit: Rate,
+    /// Its rate limit (reservation) in the pool, if it has one.
+    #[serde(default, deserialize_with = "some_rate")]
+    pub limit: Option<Rate>,
+    /// The rate it wants (SDQoS' desired bandwidth): its achieved rate is compared with
+    /// it. Default: the limit, when a set-up's `limits` sets it.
+    #[serde(default, deserialize_with = "some_rate")]
+    pub desired: Option<Rate>,
     /// Its weight.
     #[serde(default = "unit")]
     pub weight: f64,
+    /// Compute nodes it holds, as a resource manager reports them to the launcher
+    /// (AdapTBF's priority); default: one.
+    pub nodes: Option<u32>,
+    /// What it does: one part, or several (`[[job.workload]]`) run side by side.
+    #[serde(default)]
+    pub workload: Parts,
+}
+
+/// A job's workload: one part or several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Parts {
+    /// `[job.workload]`.
+    One(Workload),
+    /// `[[job.workload]]`.
+    Many(Vec<Workload>),
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts::One(Workload::Trace)
+    }
+}
+
+impl Parts {
+    /// The parts, in order.
+    pub fn list(&self) -> &[Workload] {
+        match self {
+            Parts::One(w) => std::slice::from_ref(w),
+            Parts::Many(v) => v,
+        }
+    }
+}
+
+/// What a job's processes do. A new kind is a variant here, its command in
+/// `run::command` and, when it records more than a rate per second, its reading in
+/// `run::collect`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Workload {
+    /// Replays the scenario's `[trace]` (metadata calls) × load ÷ processes.
+    Trace,
+    /// Data as fast as allowed until `volume` is moved or `seconds` are up.
+    Continuous {
+        /// The calls' shape.
+        #[serde(flatten)]
+        io: DataIo,
+        /// Bytes to move (each process), e.g. `256MiB`.
+        #[serde(
+            default,
+            deserialize_with = "some_size",
+            skip_serializing_if = "Option::is_none"
+        )]
+        volume: Option<u64>,
+        /// Seconds to run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<f64>,
+    },
+    /// Bursts of `on` seconds as fast as allowed, `off` seconds apart, for `seconds`.
+    Bursty {
+        /// The calls' shape.
+        #[serde(flatten)]
+        io: DataIo,
+        /// Length of a burst (s).
+        on: f64,
+        /// Idle time after each burst (s).
+        off: f64,
+        /// Seconds to run in all.
+        seconds: f64,
+    },
+    /// `iterations` × (compute for `compute` seconds, then move `volume`).
+    Periodic {
+        /// The calls' shape.
+        #[serde(flatten)]
+        io: DataIo,
+        /// The compute phase (s).
+        compute: f64,
+        /// Bytes of each I/O phase (each process), e.g. `75MiB`.
+        #[serde(deserialize_with = "size")]
+        volume: u64,
+        /// Compute-then-I/O iterations.
+        iterations: u32,
+    },
+}
+
+/// The shape of a data part's calls, and when it starts.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DataIo {
+    /// `write` (default) or `read`.
+    #[serde(default = "write")]
+    pub access: String,
+    /// Bytes per call (default 1 MiB).
+    #[serde(default = "mib", deserialize_with = "size")]
+    pub block: u64,
+    /// Threads of each process, each with a file of its own.
+    #[serde(default = "one")]
+    pub threads: u32,
+    /// Seconds after the job's arrival at which this part starts.
+    #[serde(default)]
+    pub delay: f64,
 }
 
 /// One way of running the jobs.
@@ -92,6 +235,17 @@ pub struct Setup {
     pub name: String,
     /// The pool's algorithm (`sluice alloc --help`), or `none`: no controller, no stage.
     pub algorithm: String,
+    /// The algorithm's parameters (`{ work_conserving = false }`).
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+    /// Jobs' limits in this set-up, by job name (each also the job's desired rate when
+    /// it names none).
+    #[serde(default)]
+    pub limits: BTreeMap<String, String>,
+    /// Skip the set-up, saying so, when its algorithm is not in this build (one being
+    /// written elsewhere).
+    #[serde(default)]
+    pub optional: bool,
 }
 
 fn one_second() -> Duration {
@@ -100,6 +254,12 @@ fn one_second() -> Duration {
 fn one() -> u32 {
     1
 }
+fn write() -> String {
+    "write".into()
+}
+fn mib() -> u64 {
+    1 << 20
+}
 fn unit() -> f64 {
     1.0
 }
@@ -107,6 +267,39 @@ fn unit() -> f64 {
 fn rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
     let text = String::deserialize(d)?;
     text.parse().map_err(serde::de::Error::custom)
+}
+
+fn some_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+    rate(d).map(Some)
+}
+
+/// A number of bytes with a unit (`4MiB`, `1GB`), or a plain number.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let rate: Rate = format!("{text}/s")
+        .parse()
+        .map_err(|e| format!("{text:?}: {e}"))?;
+    match rate.unit {
+        Unit::Bytes => Ok(rate.per_sec),
+        Unit::Ops if text.chars().all(|c| c.is_ascii_digit()) => Ok(rate.per_sec),
+        Unit::Ops => Err(format!("{text:?}: expected a size in bytes (e.g. 4MiB)")),
+    }
+}
+
+fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Number(u64),
+        Text(String),
+    }
+    match Text::deserialize(d)? {
+        Text::Number(n) => Ok(n),
+        Text::Text(t) => parse_size(&t).map_err(serde::de::Error::custom),
+    }
+}
+
+fn some_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    size(d).map(Some)
 }
 
 fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -134,8 +327,9 @@ impl Scenario {
         if self.jobs.is_empty() || self.setups.is_empty() {
             bail!("a scenario needs at least one [[job]] and one [[setup]]");
         }
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let at_least_zero = |x: f64| x.is_finite() && x >= 0.0;
         for j in &self.jobs {
-            let positive = |x: f64| x.is_finite() && x > 0.0;
             if j.processes == 0 || !positive(j.load) || !positive(j.weight) {
                 bail!(
                     "job {}: processes, load and weight must be above zero",
@@ -145,31 +339,147 @@ impl Scenario {
             if self.jobs.iter().filter(|o| o.name == j.name).count() > 1 {
                 bail!("job {}: named twice", j.name);
             }
+            if j.nodes == Some(0) {
+                bail!("job {}: nodes must be at least 1", j.name);
+            }
+            for w in j.workload.list() {
+                let why = match w {
+                    Workload::Trace if self.trace.is_none() => "a trace job needs [trace]",
+                    Workload::Trace => continue,
+                    Workload::Continuous {
+                        volume: None,
+                        seconds: None,
+                        ..
+                    } => "a continuous part needs a volume or seconds",
+                    Workload::Continuous {
+                        seconds: Some(s), ..
+                    } if !positive(*s) => "seconds must be above zero",
+                    Workload::Bursty {
+                        on, off, seconds, ..
+                    } if !(positive(*on) && at_least_zero(*off) && positive(*seconds)) => {
+                        "on and seconds must be above zero, off at least zero"
+                    }
+                    Workload::Periodic {
+                        compute,
+                        volume,
+                        iterations,
+                        ..
+                    } if !at_least_zero(*compute) || *volume == 0 || *iterations == 0 => {
+                        "compute must be at least zero, volume and iterations above zero"
+                    }
+                    _ => "",
+                };
+                if !why.is_empty() {
+                    bail!("job {}: {why}", j.name);
+                }
+                if let Some(io) = w.data() {
+                    if !matches!(io.access.as_str(), "read" | "write") {
+                        bail!("job {}: access must be read or write", j.name);
+                    }
+                    if io.block == 0 || !io.block.is_multiple_of(4096) || io.threads == 0 {
+                        bail!(
+                            "job {}: block must be a multiple of 4 KiB (O_DIRECT), threads above zero",
+                            j.name
+                        );
+                    }
+                    if !at_least_zero(io.delay) {
+                        bail!("job {}: delay must be at least zero", j.name);
+                    }
+                }
+            }
         }
         for s in &self.setups {
-            if s.algorithm != "none" {
+            if s.algorithm != "none" && !s.optional {
                 sluice_policy::registry::find(&s.algorithm)
                     .with_context(|| format!("setup {} (or algorithm = \"none\")", s.name))?;
             }
+            for (job, limit) in &s.limits {
+                if !self.jobs.iter().any(|j| &j.name == job) {
+                    bail!("setup {}: limits: no job is named {job:?}", s.name);
+                }
+                limit
+                    .parse::<Rate>()
+                    .map_err(|e| anyhow::anyhow!("setup {}: limits.{job}: {e}", s.name))?;
+            }
+        }
+        if let Some([a, b]) = self.metrics.window
+            && !(at_least_zero(a) && b > a && b.is_finite())
+        {
+            bail!("metrics.window: [T_begin, T_end] with 0 ≤ T_begin < T_end");
         }
         Ok(())
     }
 
+    /// Job `i`'s limit in `setup`: the set-up's, else the job's.
+    pub fn limit(&self, setup: &Setup, i: usize) -> Option<Rate> {
+        let job = &self.jobs[i];
+        match setup.limits.get(&job.name) {
+            // Checked when the scenario was read.
+            Some(text) => text.parse().ok(),
+            None => job.limit,
+        }
+    }
+
+    /// Job `i`'s desired rate in `setup`: its own, else the set-up's limit for it.
+    pub fn desired(&self, setup: &Setup, i: usize) -> Option<Rate> {
+        let job = &self.jobs[i];
+        job.desired.or_else(|| {
+            setup
+                .limits
+                .get(&job.name)
+                .and_then(|text| text.parse().ok())
+        })
+    }
+
+    /// Whether any job moves data (the timeline is then in bytes per second).
+    pub fn has_data(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.workload.list().iter().any(|w| w.data().is_some()))
+    }
+
     /// The local controller's configuration for a controlled set-up.
-    pub fn local_config(&self, algorithm: &str) -> String {
+    pub fn local_config(&self, setup: &Setup) -> String {
         let mut c = format!(
-            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{}\"\nmatch = \"{}\"\ncapacity = \"{}\"\nalgorithm = \"{algorithm}\"\n",
+            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{}\"\nmatch = \"{}\"\ncapacity = \"{}\"\nalgorithm = \"{}\"\n",
             self.interval.as_millis(),
             self.pool.name,
             self.pool.matches,
-            self.pool.capacity
+            self.pool.capacity,
+            setup.algorithm
         );
-        for j in &self.jobs {
+        if let Some(m) = self.pool.min_share {
+            c += &format!("min_share = {m}\n");
+        }
+        if !setup.params.is_empty() {
+            let params: Vec<String> = setup
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            c += &format!("params = {{ {} }}\n", params.join(", "));
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
             c += &format!(
-                "\n[[job]]\njob = \"{}\"\npool = \"{}\"\nlimit = \"{}\"\nweight = {}\n",
-                j.name, self.pool.name, j.limit, j.weight
+                "\n[[job]]\njob = \"{}\"\npool = \"{}\"\nweight = {}\n",
+                j.name, self.pool.name, j.weight
             );
+            if let Some(limit) = self.limit(setup, i) {
+                c += &format!("limit = \"{limit}\"\n");
+            }
         }
         c
+    }
+}
+
+impl Workload {
+    /// A data part's call shape; `None` for a trace replay.
+    pub fn data(&self) -> Option<&DataIo> {
+        match self {
+            Workload::Trace => None,
+            Workload::Continuous { io, .. }
+            | Workload::Bursty { io, .. }
+            | Workload::Periodic { io, .. } => Some(io),
+        }
     }
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sluice_workload::plot::{Panel, Series, png};
 
+use super::iosets::{self, IoSetsMeasures};
 use super::scenario::Scenario;
 
 /// A second's total may pass the capacity by this fraction before it counts as over: the
@@ -32,6 +33,29 @@ pub struct Outcome {
     pub calls: BTreeMap<(usize, u64), f64>,
     /// Job `i`'s allocation sampled at second `s`.
     pub allocation: BTreeMap<(usize, u64), f64>,
+    /// The data processes' stretches of I/O and of computing.
+    pub phases: Vec<PhaseRecord>,
+    /// Each job's limit in this set-up.
+    pub limits: Vec<Option<f64>>,
+    /// Each job's desired rate in this set-up.
+    pub desired: Vec<Option<f64>>,
+}
+
+/// A stretch of one data process's run, on the set-up's clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseRecord {
+    /// The job.
+    pub job: usize,
+    /// The process (unique within the set-up).
+    pub process: usize,
+    /// I/O (else computing).
+    pub io: bool,
+    /// Its start, s from the set-up's start.
+    pub start: f64,
+    /// Its end.
+    pub end: f64,
+    /// Bytes moved.
+    pub bytes: f64,
 }
 
 impl Outcome {
@@ -71,6 +95,8 @@ impl Outcome {
             .iter()
             .map(|e| e.unwrap_or(f64::INFINITY))
             .fold(f64::INFINITY, f64::min)
+            // A job stopped at the timeout has no end: the run's last second stands in.
+            .min(self.last_second() as f64 + 1.0)
             .floor() as u64;
         let x: Vec<f64> = (0..self.jobs.len())
             .map(|i| {
@@ -93,6 +119,64 @@ impl Outcome {
 
     fn total(&self) -> f64 {
         self.calls.values().sum()
+    }
+
+    /// Job `i`'s rate: for a data job, its bytes over the time its I/O took (each
+    /// process's stretches of I/O; what IOR reports as bandwidth), summed over its
+    /// processes running at once, i.e. bytes ÷ the union of its I/O time; for a trace job,
+    /// its calls over its completion time.
+    pub fn achieved(&self, i: usize) -> Option<f64> {
+        let mut spans: Vec<(f64, f64)> = self
+            .phases
+            .iter()
+            .filter(|p| p.job == i && p.io)
+            .map(|p| (p.start, p.end))
+            .collect();
+        if spans.is_empty() {
+            let total: f64 = self
+                .calls
+                .iter()
+                .filter(|((j, _), _)| *j == i)
+                .map(|(_, c)| c)
+                .sum();
+            let took = self.ends[i]? - self.starts[i];
+            return (took > 0.0).then_some(total / took);
+        }
+        let bytes: f64 = self
+            .phases
+            .iter()
+            .filter(|p| p.job == i && p.io)
+            .map(|p| p.bytes)
+            .sum();
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut busy = 0.0;
+        let mut reach = f64::NEG_INFINITY;
+        for (a, b) in spans {
+            let a = a.max(reach);
+            if b > a {
+                busy += b - a;
+                reach = b;
+            }
+        }
+        (busy > 0.0).then_some(bytes / busy)
+    }
+
+    /// How far job `i`'s rate is from its desired rate, in percent of the latter.
+    pub fn deviation(&self, i: usize) -> Option<f64> {
+        let desired = self.desired[i]?;
+        Some((self.achieved(i)? - desired).abs() / desired * 100.0)
+    }
+
+    /// The share of the pool's capacity the jobs used together, from the first arrival to
+    /// the last job's end.
+    pub fn utilization(&self, capacity: f64) -> f64 {
+        let from = self.starts.iter().copied().fold(f64::INFINITY, f64::min);
+        let span = self.makespan() - from;
+        if span > 0.0 {
+            self.total() / (capacity * span)
+        } else {
+            0.0
+        }
     }
 
     /// Seconds of false allocation (PADLL §4.2): some job used less than 90% of its
@@ -126,6 +210,25 @@ struct Measures {
     false_allocation_seconds: usize,
     jain: f64,
     total_calls: f64,
+    /// Per job: its rate (see [`Outcome::achieved`]), its desired rate and the
+    /// deviation from it (%).
+    #[serde(default)]
+    rates: Vec<JobRate>,
+    /// The share of the capacity used, first arrival to last end.
+    #[serde(default)]
+    utilization: f64,
+    /// IO-SETS' measures, when the scenario asks for them.
+    #[serde(default)]
+    iosets: Option<IoSetsMeasures>,
+}
+
+/// One job's rate against what it wanted.
+#[derive(Serialize, Deserialize)]
+struct JobRate {
+    job: String,
+    achieved: Option<f64>,
+    desired: Option<f64>,
+    deviation_pct: Option<f64>,
 }
 
 /// summary.json.
@@ -133,15 +236,27 @@ struct Measures {
 struct Summary {
     scenario: String,
     capacity: f64,
+    /// `calls` or `bytes`: what the rates count.
+    #[serde(default)]
+    unit: Option<String>,
     setups: Vec<Measures>,
 }
 
 /// Writes SETUP.csv and SETUP.png for each outcome, and summary.json and summary.md.
 pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<()> {
     let capacity = sc.pool.capacity.per_sec as f64;
-    let limits: Vec<f64> = sc.jobs.iter().map(|j| j.limit.per_sec as f64).collect();
+    let bytes = sc.has_data();
+    // Data timelines in MB/s (SDQoS' and AdapTBF's unit), calls in calls/s.
+    let (scale, unit) = if bytes {
+        (1e-6, "MB per second")
+    } else {
+        (1.0, "metadata calls per second")
+    };
     for o in outcomes {
         let mut csv = String::from("second,job,calls,allocation\n");
+        if bytes {
+            csv = String::from("second,job,bytes,allocation\n");
+        }
         for s in 0..=o.last_second() {
             for (i, job) in o.jobs.iter().enumerate() {
                 let c = o.calls.get(&(i, s)).copied();
@@ -163,45 +278,57 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             .iter()
             .enumerate()
             .map(|(i, job)| Series {
-                name: format!("{job} (limit {}/s)", limits[i]),
+                name: match o.limits[i] {
+                    Some(l) if bytes => format!("{job} (limit {:.1} MB/s)", l * scale),
+                    Some(l) => format!("{job} (limit {l}/s)"),
+                    None => job.clone(),
+                },
                 rate: o
                     .calls
                     .iter()
                     .filter(|((j, _), _)| *j == i)
-                    .map(|((_, s), c)| (*s as f64, *c))
+                    .map(|((_, s), c)| (*s as f64, *c * scale))
                     .collect(),
                 allocation: o
                     .allocation
                     .iter()
                     .filter(|((j, _), _)| *j == i)
-                    .map(|((_, s), a)| (*s as f64, *a))
+                    .map(|((_, s), a)| (*s as f64, *a * scale))
                     .collect(),
             })
             .collect();
         let panel = Panel {
             title: format!(
-                "{} ({}): makespan {:.0} s, {} s over capacity",
+                "{} ({}): makespan {:.1} s, {} s over capacity, utilization {:.0}%",
                 o.setup,
                 o.algorithm,
                 o.makespan(),
-                o.seconds_over(capacity)
+                o.seconds_over(capacity),
+                o.utilization(capacity) * 100.0
             ),
             series,
             total: (0..=o.last_second())
-                .map(|s| (s as f64, o.total_at(s)))
+                .map(|s| (s as f64, o.total_at(s) * scale))
                 .collect(),
-            capacity,
+            capacity: capacity * scale,
         };
         png(
             &base.with_extension("png"),
             &format!("{}: {}", sc.name, o.setup),
-            "metadata calls per second",
+            unit,
             &[panel],
         )?;
     }
+    // IO-SETS' B: the median bandwidth of the I/O phases that shared the file system with
+    // no other, over every set-up of the run, as the paper sets it.
+    let isolated = sc
+        .metrics
+        .window
+        .map(|_| iosets::isolated_bandwidth(outcomes).unwrap_or(capacity));
     let summary = Summary {
         scenario: sc.name.clone(),
         capacity,
+        unit: Some(if bytes { "bytes" } else { "calls" }.into()),
         setups: outcomes
             .iter()
             .map(|o| Measures {
@@ -216,8 +343,30 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                 makespan: o.makespan(),
                 seconds_over_capacity: o.seconds_over(capacity),
                 false_allocation_seconds: o.false_allocation(),
-                jain: o.jain(&limits),
+                jain: o.jain(
+                    &o.limits
+                        .iter()
+                        .map(|l| l.unwrap_or(1.0))
+                        .collect::<Vec<_>>(),
+                ),
                 total_calls: o.total(),
+                rates: o
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, j)| JobRate {
+                        job: j.clone(),
+                        achieved: o.achieved(i),
+                        desired: o.desired[i],
+                        deviation_pct: o.deviation(i),
+                    })
+                    .collect(),
+                utilization: o.utilization(capacity),
+                iosets: sc
+                    .metrics
+                    .window
+                    .zip(isolated)
+                    .and_then(|(w, b)| iosets::measures(o, w, b)),
             })
             .collect(),
     };
@@ -253,7 +402,7 @@ fn checks(summary: &Summary) -> String {
             format!("no controlled set-up passes the capacity in any second (most: {worst})"),
         );
     }
-    if let Some(base) = by("none") {
+    if let Some(base) = by("none").filter(|_| summary.unit.as_deref() != Some("bytes")) {
         check(
             base.seconds_over_capacity > 0,
             format!("Baseline passes it ({} s)", base.seconds_over_capacity),
@@ -284,7 +433,46 @@ fn checks(summary: &Summary) -> String {
             ),
         );
     }
+    // SDQoS: each desired rate met within 2% (the paper's were within 10%), where it
+    // fits in the capacity.
+    for m in &summary.setups {
+        for r in &m.rates {
+            if let (Some(d), Some(dev)) = (r.desired, r.deviation_pct) {
+                let fits =
+                    m.rates.iter().filter_map(|r| r.desired).sum::<f64>() <= summary.capacity;
+                check(
+                    dev <= 2.0 || !fits,
+                    format!(
+                        "{}: {} gets its desired rate within 2% ({dev:.2}%){}",
+                        m.setup,
+                        r.job,
+                        if fits {
+                            String::new()
+                        } else {
+                            format!(
+                                " — not checked: the desired rates pass the capacity ({:.1} > {:.1})",
+                                d * rate_scale(summary),
+                                summary.capacity * rate_scale(summary)
+                            )
+                        }
+                    ),
+                );
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
     format!("\n## Checks\n\n{}\n", lines.join("\n"))
+}
+
+/// The factor from a summary's unit to the unit shown: MB/s for bytes.
+fn rate_scale(summary: &Summary) -> f64 {
+    if summary.unit.as_deref() == Some("bytes") {
+        1e-6
+    } else {
+        1.0
+    }
 }
 
 fn file_name(setup: &str) -> String {
@@ -319,8 +507,13 @@ fn markdown(summaries: &[Summary]) -> String {
     if !many {
         let _ = writeln!(
             t,
-            "# {}\n\nPool capacity {:.0} calls/s. Completion times in seconds from each job's arrival.\n",
-            summaries[0].scenario, summaries[0].capacity
+            "# {}\n\nPool capacity {}. Completion times in seconds from each job's arrival.\n",
+            summaries[0].scenario,
+            if summaries[0].unit.as_deref() == Some("bytes") {
+                format!("{:.2} MB/s", summaries[0].capacity * 1e-6)
+            } else {
+                format!("{:.0} calls/s", summaries[0].capacity)
+            }
         );
     }
     let _ = writeln!(
@@ -351,17 +544,90 @@ fn markdown(summaries: &[Summary]) -> String {
             None => "stopped".into(),
         });
     }
+    let data = summaries.iter().any(|s| s.unit.as_deref() == Some("bytes"));
+    let (scale, unit) = if data { (1e-6, "MB/s") } else { (1.0, "/s") };
+    for (k, job) in jobs.iter().enumerate() {
+        fn at(m: &Measures, k: usize) -> Option<&JobRate> {
+            m.rates.get(k)
+        }
+        if cols
+            .iter()
+            .any(|(_, m)| at(m, k).is_some_and(|r| r.achieved.is_some()))
+        {
+            row(&mut t, &format!("{job} rate ({unit})"), &|m| {
+                at(m, k)
+                    .and_then(|r| r.achieved)
+                    .map_or("–".into(), |a| format!("{:.2}", a * scale))
+            });
+        }
+        if cols
+            .iter()
+            .any(|(_, m)| at(m, k).is_some_and(|r| r.desired.is_some()))
+        {
+            row(&mut t, &format!("{job} desired ({unit})"), &|m| {
+                at(m, k)
+                    .and_then(|r| r.desired)
+                    .map_or("–".into(), |d| format!("{:.2}", d * scale))
+            });
+            row(&mut t, &format!("{job} deviation (%)"), &|m| {
+                at(m, k)
+                    .and_then(|r| r.deviation_pct)
+                    .map_or("–".into(), |d| format!("{d:.2}"))
+            });
+        }
+    }
     row(&mut t, "makespan (s)", &|m| format!("{:.1}", m.makespan));
     row(&mut t, "seconds over capacity", &|m| {
         m.seconds_over_capacity.to_string()
     });
-    row(&mut t, "seconds of false allocation", &|m| {
-        m.false_allocation_seconds.to_string()
-    });
-    row(&mut t, "Jain's index (rate ÷ limit)", &|m| {
-        format!("{:.3}", m.jain)
-    });
-    row(&mut t, "total calls", &|m| format!("{:.0}", m.total_calls));
+    if !data {
+        row(&mut t, "seconds of false allocation", &|m| {
+            m.false_allocation_seconds.to_string()
+        });
+        row(&mut t, "Jain's index (rate ÷ limit)", &|m| {
+            format!("{:.3}", m.jain)
+        });
+    }
+    if data {
+        row(&mut t, "total bytes (MB)", &|m| {
+            format!("{:.1}", m.total_calls * 1e-6)
+        });
+        row(&mut t, "utilization of the pool", &|m| {
+            format!("{:.1}%", m.utilization * 100.0)
+        });
+    } else {
+        row(&mut t, "total calls", &|m| format!("{:.0}", m.total_calls));
+    }
+    if cols.iter().any(|(_, m)| m.iosets.is_some()) {
+        let io = |f: fn(&IoSetsMeasures) -> String| {
+            move |m: &Measures| m.iosets.as_ref().map_or("–".into(), f)
+        };
+        row(
+            &mut t,
+            "IO-SETS max stretch",
+            &io(|x| format!("{:.3}", x.max_stretch)),
+        );
+        row(
+            &mut t,
+            "IO-SETS geometric-mean stretch",
+            &io(|x| format!("{:.3}", x.gmean_stretch)),
+        );
+        row(
+            &mut t,
+            "IO-SETS I/O slowdown",
+            &io(|x| format!("{:.3}", x.io_slowdown)),
+        );
+        row(
+            &mut t,
+            "IO-SETS utilization",
+            &io(|x| format!("{:.3}", x.utilization)),
+        );
+        row(
+            &mut t,
+            "IO-SETS B (MB/s)",
+            &io(|x| format!("{:.1}", x.bandwidth * 1e-6)),
+        );
+    }
     t
 }
 

@@ -1,0 +1,158 @@
+//! IO-SETS' measures (Boito et al., §4.3, after [4, §5.4]), from the periodic jobs'
+//! recorded phases over a time frame [T_begin, T_end]:
+//!
+//! - e_cpu of job i: its compute phases' time inside the frame;
+//! - e_io of job i: the bytes its I/O phases moved inside the frame (a phase that
+//!   straddles an edge counts the part inside at the phase's whole bandwidth) ÷ B, the
+//!   bandwidth a job sees alone: the median bandwidth of the I/O phases that shared the
+//!   file system with no other, over every set-up of the run;
+//! - stretch = (T_end − T_begin) / (e_cpu + e_io); I/O slowdown = (T_end − T_begin −
+//!   e_cpu) / e_io; their maximum and geometric means over the jobs;
+//! - utilization = Σ e_cpu / (N · (T_end − T_begin)).
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{Outcome, PhaseRecord};
+
+/// The measures of one set-up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IoSetsMeasures {
+    /// The largest stretch of any job.
+    pub max_stretch: f64,
+    /// The geometric mean of the jobs' stretches.
+    pub gmean_stretch: f64,
+    /// The geometric mean of the jobs' I/O slowdowns.
+    pub io_slowdown: f64,
+    /// The share of the jobs' time spent computing.
+    pub utilization: f64,
+    /// B, bytes per second.
+    pub bandwidth: f64,
+    /// Each job's stretch, in the scenario's order.
+    pub stretch: Vec<f64>,
+    /// Whether every job was still running at T_end (else the frame holds time after a
+    /// job's end, and its stretch counts it as waiting).
+    pub covered: bool,
+}
+
+/// Seconds of [a, b] inside [lo, hi].
+fn overlap(a: f64, b: f64, lo: f64, hi: f64) -> f64 {
+    (b.min(hi) - a.max(lo)).max(0.0)
+}
+
+/// B: the median bandwidth of the I/O phases that overlapped no other job's I/O phase,
+/// over all `outcomes`; `None` when there was none.
+pub fn isolated_bandwidth(outcomes: &[Outcome]) -> Option<f64> {
+    let mut alone: Vec<f64> = Vec::new();
+    for o in outcomes {
+        let io: Vec<&PhaseRecord> = o.phases.iter().filter(|p| p.io).collect();
+        for p in &io {
+            let shared = io
+                .iter()
+                .any(|q| q.job != p.job && overlap(q.start, q.end, p.start, p.end) > 0.0);
+            if !shared && p.end > p.start && p.bytes > 0.0 {
+                alone.push(p.bytes / (p.end - p.start));
+            }
+        }
+    }
+    alone.sort_by(f64::total_cmp);
+    alone.get(alone.len() / 2).copied()
+}
+
+/// The measures of `o` over `window`, with B = `bandwidth`; `None` without periodic jobs.
+pub fn measures(o: &Outcome, window: [f64; 2], bandwidth: f64) -> Option<IoSetsMeasures> {
+    let [lo, hi] = window;
+    let frame = hi - lo;
+    let jobs: Vec<usize> = (0..o.jobs.len())
+        .filter(|&i| o.phases.iter().any(|p| p.job == i && !p.io))
+        .collect();
+    if jobs.is_empty() || bandwidth <= 0.0 {
+        return None;
+    }
+    let mut stretch = Vec::new();
+    let mut slowdown = Vec::new();
+    let mut cpu_total = 0.0;
+    let mut covered = true;
+    for &i in &jobs {
+        let mine = || o.phases.iter().filter(move |p| p.job == i);
+        let e_cpu: f64 = mine()
+            .filter(|p| !p.io)
+            .map(|p| overlap(p.start, p.end, lo, hi))
+            .sum();
+        let bytes: f64 = mine()
+            .filter(|p| p.io && p.end > p.start)
+            .map(|p| p.bytes * overlap(p.start, p.end, lo, hi) / (p.end - p.start))
+            .sum();
+        let e_io = bytes / bandwidth;
+        covered &= mine().map(|p| p.end).fold(0.0, f64::max) >= hi;
+        cpu_total += e_cpu;
+        stretch.push(frame / (e_cpu + e_io));
+        if e_io > 0.0 {
+            slowdown.push((frame - e_cpu) / e_io);
+        }
+    }
+    let gmean = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+    Some(IoSetsMeasures {
+        max_stretch: stretch.iter().copied().fold(0.0, f64::max),
+        gmean_stretch: gmean(&stretch),
+        io_slowdown: if slowdown.is_empty() {
+            f64::NAN
+        } else {
+            gmean(&slowdown)
+        },
+        utilization: cpu_total / (jobs.len() as f64 * frame),
+        bandwidth,
+        stretch,
+        covered,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn phase(job: usize, io: bool, start: f64, end: f64, bytes: f64) -> PhaseRecord {
+        PhaseRecord {
+            job,
+            process: job,
+            io,
+            start,
+            end,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn a_job_alone_has_stretch_one_and_one_slowed_down_has_more() {
+        // B = 10 B/s. Job 0: computes 8 s, writes 20 B in 2 s (alone), twice: stretch 1.
+        // Job 1: computes 8 s, writes 20 B in 4 s: e_io = 2 over 12 s of frame.
+        let o = Outcome {
+            setup: "x".into(),
+            algorithm: "none".into(),
+            jobs: vec!["a".into(), "b".into()],
+            starts: vec![0.0, 0.0],
+            ends: vec![Some(20.0), Some(24.0)],
+            calls: BTreeMap::new(),
+            allocation: BTreeMap::new(),
+            phases: vec![
+                phase(0, false, 0.0, 8.0, 0.0),
+                phase(0, true, 8.0, 10.0, 20.0),
+                phase(0, false, 10.0, 18.0, 0.0),
+                phase(0, true, 18.0, 20.0, 20.0),
+                phase(1, false, 0.0, 8.0, 0.0),
+                phase(1, true, 8.5, 12.5, 20.0),
+                phase(1, false, 12.5, 20.5, 0.0),
+            ],
+            limits: vec![None, None],
+            desired: vec![None, None],
+        };
+        let b = isolated_bandwidth(std::slice::from_ref(&o)).unwrap();
+        assert_eq!(b, 10.0); // job 0's second phase, alone
+        let m = measures(&o, [0.0, 12.0], b).unwrap();
+        // Job 0 in [0, 12]: e_cpu 8 + 2 of the next compute = 10, e_io 2: stretch 1.
+        assert!((m.stretch[0] - 1.0).abs() < 1e-9, "{m:?}");
+        // Job 1: e_cpu 8, e_io 1.75 (17.5 B inside / 10): stretch 12 / 9.75.
+        assert!((m.stretch[1] - 12.0 / 9.75).abs() < 1e-9, "{m:?}");
+        assert!((m.utilization - 18.0 / 24.0).abs() < 1e-9);
+    }
+}

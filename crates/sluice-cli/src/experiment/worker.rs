@@ -1,0 +1,118 @@
+//! `sluice experiment data`: one process of a data job, as the runner starts it.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use sluice_workload::data::{Access, DataSpec, Pattern, run};
+
+use super::scenario::Workload;
+
+/// `sluice experiment data`.
+#[derive(clap::Args, Debug)]
+pub struct DataArgs {
+    /// The part of the job's workload, as JSON (the scenario's table).
+    #[arg(long)]
+    spec: String,
+    /// The directory of its files.
+    #[arg(long)]
+    dir: PathBuf,
+    /// Each second's bytes: `unix_s,bytes` (the second's start, in seconds since the
+    /// epoch, so that the runner places it on its own clock).
+    #[arg(long)]
+    csv: PathBuf,
+    /// Each stretch of I/O and of computing: `kind,start,end,bytes` (kind `io` or
+    /// `compute`, times in seconds since the epoch).
+    #[arg(long)]
+    phases: PathBuf,
+    /// Use O_DIRECT (else fdatasync at the end of each stretch of I/O).
+    #[arg(long)]
+    direct: bool,
+    /// Offsets in a file wrap at this many bytes.
+    #[arg(long, default_value_t = 256 << 20)]
+    file_size: u64,
+}
+
+impl DataArgs {
+    /// Runs the part; writes the CSVs as it goes (seconds) and at the end (phases).
+    pub fn run(&self) -> Result<i32> {
+        let workload: Workload = serde_json::from_str(&self.spec).context("--spec")?;
+        let pattern = match &workload {
+            Workload::Trace => bail!("--spec: a trace part is replayed by `sluice replay`"),
+            Workload::Continuous {
+                volume, seconds, ..
+            } => Pattern::Continuous {
+                volume: *volume,
+                seconds: *seconds,
+            },
+            Workload::Bursty {
+                on, off, seconds, ..
+            } => Pattern::Bursty {
+                on: Duration::from_secs_f64(*on),
+                off: Duration::from_secs_f64(*off),
+                seconds: *seconds,
+            },
+            Workload::Periodic {
+                compute,
+                volume,
+                iterations,
+                ..
+            } => Pattern::Periodic {
+                compute: Duration::from_secs_f64(*compute),
+                volume: *volume,
+                iterations: *iterations,
+            },
+        };
+        let Some(io) = workload.data() else {
+            bail!("--spec: not a data part");
+        };
+        let spec = DataSpec {
+            dir: self.dir.clone(),
+            access: if io.access == "read" {
+                Access::Read
+            } else {
+                Access::Write
+            },
+            block: usize::try_from(io.block)?,
+            threads: io.threads as usize,
+            direct: self.direct,
+            file_size: self.file_size,
+            pattern,
+        };
+        let mut csv = std::fs::File::create(&self.csv)
+            .with_context(|| format!("cannot write {}", self.csv.display()))?;
+        writeln!(csv, "unix_s,bytes")?;
+        let mut started = None;
+        let report = run(&spec, |second, bytes| {
+            // The clock's start is known only once the run has begun: each second's
+            // start is filled in from the first report on.
+            let start = *started.get_or_insert_with(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64())
+                    - 1.0
+            });
+            let _ = writeln!(csv, "{:.3},{bytes}", start + (second - 1) as f64);
+        })?;
+        // The exact start, from the report: rewrite the seconds with it.
+        let mut text = String::from("unix_s,bytes\n");
+        for (k, bytes) in report.per_second.iter().enumerate() {
+            let _ = writeln!(text, "{:.3},{bytes}", report.started + k as f64);
+        }
+        std::fs::write(&self.csv, text)?;
+        let mut text = String::from("kind,start,end,bytes\n");
+        let mut last = report.started;
+        for p in &report.phases {
+            if matches!(workload, Workload::Periodic { .. }) {
+                let _ = writeln!(text, "compute,{last:.4},{:.4},0", p.start);
+            }
+            let _ = writeln!(text, "io,{:.4},{:.4},{}", p.start, p.end, p.bytes);
+            last = p.end;
+        }
+        std::fs::write(&self.phases, text)
+            .with_context(|| format!("cannot write {}", self.phases.display()))?;
+        Ok(0)
+    }
+}

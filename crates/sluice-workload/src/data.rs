@@ -1,0 +1,406 @@
+//! Data jobs for bandwidth experiments: writes or reads of one block size to files of
+//! the job's own in a shared directory, in one of three patterns.
+//!
+//! - [`Pattern::Continuous`]: as fast as allowed, until a volume is moved or a time is up
+//!   (SDQoS' IOR runs; AdapTBF's continuous low-priority job).
+//! - [`Pattern::Bursty`]: on for a while as fast as allowed, then idle, repeated
+//!   (AdapTBF's bursty high-priority jobs).
+//! - [`Pattern::Periodic`]: compute (a sleep: the CPU is not what is measured), then an
+//!   I/O phase of a fixed volume, repeated (IO-SETS' IOR applications).
+//!
+//! Every stretch of I/O is recorded as a [`Phase`] with its start and end, which is what
+//! IO-SETS' stretch and I/O slowdown are computed from. Calls go to the file system with
+//! `O_DIRECT` (an aligned buffer, whole blocks) so that every byte reaches the device when
+//! the call returns: a page-cache write would return at memory speed and reach a
+//! throttled device later, in the kernel's writeback, where no job is charged for it.
+//! Without `direct`, each phase ends with `fdatasync` of the files it wrote, for file
+//! systems that refuse `O_DIRECT` (tmpfs).
+//!
+//! Each thread has its own file, `DIR/data.THREAD`, whose offsets wrap at `file_size`, so
+//! that a long run fits a small file system. A read first fills its files (before the
+//! clock starts), since a read of a hole never reaches the device.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
+use std::path::PathBuf;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+
+pub use crate::ior::Access;
+
+/// When a job does its I/O.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    /// As fast as allowed until `volume` bytes are moved (all threads together) or
+    /// `seconds` are up, whichever comes first; at least one of the two is given.
+    Continuous {
+        /// Bytes to move.
+        volume: Option<u64>,
+        /// Seconds to run.
+        seconds: Option<f64>,
+    },
+    /// `on` seconds as fast as allowed, then `off` seconds idle, until `seconds` are up.
+    Bursty {
+        /// Length of a burst.
+        on: Duration,
+        /// Idle time after each burst.
+        off: Duration,
+        /// Seconds to run in all.
+        seconds: f64,
+    },
+    /// `iterations` times: compute for `compute`, then move `volume` bytes (all threads
+    /// together, split evenly; the phase ends when the last thread is done).
+    Periodic {
+        /// The compute phase.
+        compute: Duration,
+        /// Bytes of each I/O phase.
+        volume: u64,
+        /// Compute-then-I/O iterations.
+        iterations: u32,
+    },
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DataSpec {
+    /// Directory of the job's files (one per job and process: names are fixed).
+    pub dir: PathBuf,
+    /// Read or write.
+    pub access: Access,
+    /// Bytes per call; a multiple of 4096 with `direct`.
+    pub block: usize,
+    /// Threads, each with a file of its own.
+    pub threads: usize,
+    /// `O_DIRECT`; else `fdatasync` at the end of each phase.
+    pub direct: bool,
+    /// Offsets in a file wrap at this many bytes (rounded down to whole blocks).
+    pub file_size: u64,
+    /// When to do I/O.
+    pub pattern: Pattern,
+}
+
+/// One stretch of I/O: a periodic job's I/O phase, a burst, or a continuous run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    /// When it started, in seconds since the UNIX epoch.
+    pub start: f64,
+    /// When its last call returned, in seconds since the UNIX epoch.
+    pub end: f64,
+    /// Bytes it moved.
+    pub bytes: u64,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct DataReport {
+    /// When the clock started, in seconds since the UNIX epoch.
+    pub started: f64,
+    /// Bytes moved in each whole second from `started`.
+    pub per_second: Vec<u64>,
+    /// Every stretch of I/O.
+    pub phases: Vec<Phase>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A page-aligned buffer, as `O_DIRECT` requires.
+struct Aligned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Result<Aligned> {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)?;
+        // SAFETY: the layout has a non-zero size; the memory is freed in Drop with the
+        // same layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            bail!("cannot allocate a buffer of {len} bytes");
+        }
+        // SAFETY: `ptr` is valid for `len` bytes, written only through this buffer.
+        unsafe { std::ptr::write_bytes(ptr, 0x5a, len) };
+        Ok(Aligned { ptr, len })
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` is valid for `len` bytes and borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        if let Ok(layout) = std::alloc::Layout::from_size_align(self.len.max(1), 4096) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr, layout) };
+        }
+    }
+}
+
+/// One thread's file and where its next call goes.
+struct Cursor {
+    file: File,
+    at: u64,
+    wrap: u64,
+    path: PathBuf,
+}
+
+impl DataSpec {
+    fn path(&self, thread: usize) -> PathBuf {
+        self.dir.join(format!("data.{thread}"))
+    }
+
+    fn wrap(&self) -> u64 {
+        let block = self.block as u64;
+        (self.file_size / block).max(1) * block
+    }
+
+    fn open(&self, thread: usize) -> Result<Cursor> {
+        let path = self.path(thread);
+        let mut options = OpenOptions::new();
+        match self.access {
+            Access::Read => options.read(true),
+            Access::Write => options.write(true).create(true).truncate(false),
+        };
+        if self.direct {
+            options.custom_flags(libc::O_DIRECT);
+        }
+        let file = options
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(Cursor {
+            file,
+            at: 0,
+            wrap: self.wrap(),
+            path,
+        })
+    }
+
+    /// Fills the files a read will read, with real blocks.
+    fn prepare(&self) -> Result<()> {
+        let block = Aligned::new(self.block);
+        let mut block = block?;
+        for t in 0..self.threads.max(1) {
+            let path = self.path(t);
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut at = file.metadata()?.len() / self.block as u64 * self.block as u64;
+            while at < self.wrap() {
+                file.write_all_at(block.bytes(), at)?;
+                at += self.block as u64;
+            }
+            file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+impl Cursor {
+    /// One call of a whole block; the bytes it moved.
+    fn call(&mut self, access: Access, buf: &mut [u8]) -> Result<u64> {
+        let n = match access {
+            Access::Read => self.file.read_at(buf, self.at),
+            Access::Write => self.file.write_at(buf, self.at),
+        }
+        .with_context(|| format!("{} at byte {}", self.path.display(), self.at))?;
+        if n == 0 {
+            bail!("{}: nothing moved at byte {}", self.path.display(), self.at);
+        }
+        self.at = (self.at + n as u64) % self.wrap;
+        Ok(n as u64)
+    }
+}
+
+/// The shared state of a run's threads.
+struct Shared<'a> {
+    spec: &'a DataSpec,
+    bytes: AtomicU64,
+    /// Set when a thread fails, so that the others stop at their next call.
+    failed: AtomicBool,
+    barrier: Barrier,
+    /// Bytes claimed so far by `Continuous { volume }` threads.
+    claimed: AtomicU64,
+    started: Instant,
+}
+
+impl Shared<'_> {
+    /// Moves blocks until `more()` says stop; the bytes moved.
+    fn io(&self, c: &mut Cursor, buf: &mut Aligned, more: &mut dyn FnMut() -> bool) -> Result<u64> {
+        let mut moved = 0;
+        while !self.failed.load(Ordering::Relaxed) && more() {
+            let n = c.call(self.spec.access, buf.bytes())?;
+            moved += n;
+            self.bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        if !self.spec.direct && self.spec.access == Access::Write {
+            c.file.sync_data()?;
+        }
+        Ok(moved)
+    }
+
+    /// One thread's whole run: its stretches of I/O as (start, end, bytes), in seconds
+    /// from `started`.
+    fn thread(&self, t: usize) -> Result<Vec<(f64, f64, u64)>> {
+        let mut c = self.spec.open(t)?;
+        let mut buf = Aligned::new(self.spec.block)?;
+        let block = self.spec.block as u64;
+        let since = |i: Instant| i.duration_since(self.started).as_secs_f64();
+        let mut phases = Vec::new();
+        match &self.spec.pattern {
+            Pattern::Continuous { volume, seconds } => {
+                let deadline = seconds.map(|s| self.started + Duration::from_secs_f64(s));
+                let begun = Instant::now();
+                let moved = self.io(&mut c, &mut buf, &mut || {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return false;
+                    }
+                    // Threads claim blocks from the one volume, so that it is moved
+                    // exactly whatever their speeds.
+                    volume.is_none_or(|v| self.claimed.fetch_add(block, Ordering::Relaxed) < v)
+                })?;
+                phases.push((since(begun), since(Instant::now()), moved));
+            }
+            Pattern::Bursty { on, off, seconds } => {
+                let end = self.started + Duration::from_secs_f64(*seconds);
+                let mut next = self.started;
+                while next < end {
+                    let stop = (next + *on).min(end);
+                    let begun = Instant::now();
+                    let moved = self.io(&mut c, &mut buf, &mut || Instant::now() < stop)?;
+                    phases.push((since(begun), since(Instant::now()), moved));
+                    next = stop + *off;
+                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                }
+            }
+            Pattern::Periodic {
+                compute,
+                volume,
+                iterations,
+            } => {
+                let n = self.spec.threads.max(1) as u64;
+                // This thread's whole blocks of each phase.
+                let blocks = (volume / block).div_ceil(n);
+                for _ in 0..*iterations {
+                    std::thread::sleep(*compute);
+                    self.barrier.wait();
+                    let begun = Instant::now();
+                    let mut left = blocks;
+                    let result = self.io(&mut c, &mut buf, &mut || {
+                        let more = left > 0;
+                        left = left.saturating_sub(1);
+                        more
+                    });
+                    // Every thread meets the others at the barrier even after a failure,
+                    // so that none waits forever.
+                    let moved = result.inspect_err(|_| self.failed.store(true, Ordering::Relaxed));
+                    phases.push((since(begun), since(Instant::now()), moved.unwrap_or(0)));
+                    self.barrier.wait();
+                }
+            }
+        }
+        Ok(phases)
+    }
+}
+
+/// Runs the job; `each_second(second, bytes)` is called as each whole second ends (1 for
+/// the first).
+pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<DataReport> {
+    if !spec.dir.is_dir() {
+        bail!("{}: not a directory", spec.dir.display());
+    }
+    if spec.block == 0 || spec.direct && !spec.block.is_multiple_of(4096) {
+        bail!(
+            "a block of {} bytes: must be above zero, and a multiple of 4096 with O_DIRECT",
+            spec.block
+        );
+    }
+    if let Pattern::Continuous {
+        volume: None,
+        seconds: None,
+    } = spec.pattern
+    {
+        bail!("a continuous job needs a volume or a number of seconds");
+    }
+    if spec.access == Access::Read {
+        spec.prepare()?;
+    }
+    let threads = spec.threads.max(1);
+    let shared = Shared {
+        spec,
+        bytes: AtomicU64::new(0),
+        failed: AtomicBool::new(false),
+        barrier: Barrier::new(threads),
+        claimed: AtomicU64::new(0),
+        started: Instant::now(),
+    };
+    let started = unix_now();
+    let mut report = DataReport {
+        started,
+        ..DataReport::default()
+    };
+    let per_thread = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let shared = &shared;
+                s.spawn(move || {
+                    shared
+                        .thread(t)
+                        .inspect_err(|_| shared.failed.store(true, Ordering::Relaxed))
+                })
+            })
+            .collect();
+        let mut last = 0;
+        let mut second = 0;
+        loop {
+            let tick = shared.started + Duration::from_secs(second + 1);
+            while Instant::now() < tick && !workers.iter().all(|w| w.is_finished()) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let now = shared.bytes.load(Ordering::Relaxed);
+            let done = workers.iter().all(|w| w.is_finished());
+            // A last partial second is kept: its bytes count, at their second.
+            if Instant::now() >= tick || now > last {
+                second += 1;
+                report.per_second.push(now - last);
+                each_second(second, now - last);
+                last = now;
+            }
+            if done {
+                break;
+            }
+        }
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread panicked")))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    // A phase is the threads' stretches of the same index together: from the first
+    // start to the last end (the threads of a periodic job meet at barriers).
+    let count = per_thread.iter().map(Vec::len).max().unwrap_or(0);
+    for k in 0..count {
+        let parts: Vec<&(f64, f64, u64)> = per_thread.iter().filter_map(|p| p.get(k)).collect();
+        let start = parts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let end = parts.iter().map(|p| p.1).fold(0.0, f64::max);
+        report.phases.push(Phase {
+            start: started + start,
+            end: started + end,
+            bytes: parts.iter().map(|p| p.2).sum(),
+        });
+    }
+    Ok(report)
+}
