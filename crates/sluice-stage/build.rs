@@ -1,6 +1,6 @@
 //! Builds the stage's C shim (`src/shim.c`): the C-variadic entry points stable Rust
-//! cannot define, the initial-exec thread-local block, and the reads of glibc's public
-//! `FILE` layout.
+//! cannot define, the initial-exec thread-local block, the descriptor table, and the reads
+//! of glibc's public `FILE` layout.
 //!
 //! rustc links a cdylib with a version script that exports only Rust's own `#[no_mangle]`
 //! items, so the variadic entry points defined in C would stay local: a second version
@@ -12,15 +12,27 @@ use std::path::PathBuf;
 /// Bytes of the thread-local block the shim reserves for the stage (`guard::Local`, which
 /// checks at compile time that it fits).
 const TLS_BYTES: usize = 4096;
+/// Where glibc's `FILE` keeps its descriptor (`_fileno`) on 64-bit targets: the shim
+/// checks it at compile time, `stream::fd` reads it without a call.
+const FILE_FILENO_OFFSET: usize = 112;
+/// Descriptors the descriptor table holds (`fdtable::TABLE_LEN`; the shim defines it).
+const FD_TABLE_LEN: usize = 1 << 20;
 
 fn main() {
     let shim = "src/shim.c";
     println!("cargo:rerun-if-changed={shim}");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rustc-env=SLUICE_TLS_BYTES={TLS_BYTES}");
+    println!("cargo:rustc-env=SLUICE_FD_TABLE_LEN={FD_TABLE_LEN}");
+    println!("cargo:rustc-env=SLUICE_FILE_FILENO_OFFSET={FILE_FILENO_OFFSET}");
     cc::Build::new()
         .file(shim)
         .define("SLUICE_TLS_BYTES", TLS_BYTES.to_string().as_str())
+        .define("SLUICE_FD_TABLE_LEN", FD_TABLE_LEN.to_string().as_str())
+        .define(
+            "SLUICE_FILE_FILENO_OFFSET",
+            FILE_FILENO_OFFSET.to_string().as_str(),
+        )
         // The shim defines printf & co itself: the compiler must not treat them as the
         // builtins it knows, nor rewrite its calls through fortified variants.
         .flag("-fno-builtin")

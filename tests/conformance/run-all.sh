@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 passed=0
 failed=0
-for suite in cpython fio; do
+for suite in stdio-fastpath cpython fio; do
     echo "[conformance] === $suite ($here/$suite.sh) ==="
     log=$(mktemp)
     rc=0

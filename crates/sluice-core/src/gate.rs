@@ -5,7 +5,7 @@
 //! own: the caller passes a [`Clock`], which in the stage is `clock_gettime` and a futex
 //! wait on the bucket's generation word, so that a rate change wakes the sleepers.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::bucket::{LocalCache, refund, reserve};
 use crate::classify::{Compiled, Plan};
@@ -137,6 +137,19 @@ impl Gate<'_> {
     pub fn count_unmanaged(segment: &Segment, ts: &mut ThreadState) {
         let (shard, owned) = ts.shard(segment);
         bump(&shard.unmanaged, 1, owned);
+    }
+
+    /// The counter of unmanaged calls this thread bumps in `segment`, and whether the
+    /// thread owns it (is its only writer: a plain load and store suffice, as in
+    /// [`bump`]). The same until `ts` is reset, so a caller may keep it to count
+    /// unmanaged calls without reaching `ts`.
+    #[inline]
+    pub fn unmanaged_counter<'s>(
+        segment: &'s Segment,
+        ts: &mut ThreadState,
+    ) -> (&'s AtomicU64, bool) {
+        let (shard, owned) = ts.shard(segment);
+        (&shard.unmanaged, owned)
     }
 
     /// Admits `op` on a managed target in `place`: finds its rule and its pools (one

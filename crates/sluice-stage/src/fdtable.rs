@@ -3,14 +3,29 @@
 //! Filled by every open, copied by every dup, cleared by every close. A descriptor the
 //! stage never saw opened (inherited across exec, a shell redirect, received over a
 //! socket) reads as unknown and is classified once from `/proc/self/fd`, then cached.
-//! The array lives in `.bss`, so its pages cost memory only once touched.
+//! The array lives in `.bss`, so its pages cost memory only once touched. It is the C
+//! shim's (`sluice_fd_table`), so that the shim's variadic entry points (`printf` & co)
+//! read it without a call; beside it, 256 bytes say which table bytes stand for an
+//! unmanaged target ([`publish_unmanaged`]), which lets them pass a call on such a
+//! descriptor straight to the real function.
 
+use std::ffi::c_uchar;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use sluice_core::path::{MAX_PLACES, PlaceIdx};
+use sluice_core::path::{MAX_PLACES, MountTable, PlaceIdx};
+
+use crate::guard::parse;
 
 /// Descriptors at or above this number are classified on every call, uncached.
-pub const TABLE_LEN: usize = 1 << 20;
+pub const TABLE_LEN: usize = parse(env!("SLUICE_FD_TABLE_LEN"));
+
+unsafe extern "C" {
+    /// The table (shim.c), `TABLE_LEN` bytes.
+    static sluice_fd_table: [AtomicU8; TABLE_LEN];
+    /// Nonzero for the bytes that stand for an unmanaged target (shim.c); all zero until
+    /// [`publish_unmanaged`].
+    static sluice_unmanaged_byte: [AtomicU8; 256];
+}
 
 const KNOWN: u8 = 0x40;
 const BELOW: u8 = 0x80;
@@ -19,7 +34,46 @@ const PLACE_MASK: u8 = 0x3f;
 
 const _: () = assert!(MAX_PLACES <= PLACE_MASK as usize + 1);
 
-static TABLE: [AtomicU8; TABLE_LEN] = [const { AtomicU8::new(0) }; TABLE_LEN];
+/// The table.
+#[inline(always)]
+fn table() -> &'static [AtomicU8; TABLE_LEN] {
+    // SAFETY: the shim's array, zeroed at load and only ever accessed atomically (an
+    // `AtomicU8` is laid out as a byte; the shim reads it with relaxed atomic loads).
+    unsafe { &sluice_fd_table }
+}
+
+/// Tells the shim which table bytes stand for a target the stage does not manage: no
+/// file, or a file in a place `places` does not manage (the places are fixed at start).
+/// Until this runs, the shim sends every call to the hooks.
+pub fn publish_unmanaged(places: &MountTable) {
+    // SAFETY: the shim's array, only ever accessed atomically.
+    let out = unsafe { &sluice_unmanaged_byte };
+    for (b, o) in out.iter().enumerate() {
+        let unmanaged = match Entry::decode(b as u8) {
+            None => false,
+            Some(Entry::NotAFile) => true,
+            Some(Entry::File { place, .. }) => {
+                // Only the bytes `encode` makes: KNOWN set.
+                b as u8 & KNOWN != 0 && !places.is_managed(place)
+            }
+        };
+        o.store(unmanaged as c_uchar, Ordering::Relaxed);
+    }
+}
+
+/// Whether `b`, a byte of the table, stands for an unmanaged target, once
+/// [`publish_unmanaged`] has run.
+#[inline(always)]
+pub fn byte_is_unmanaged(b: u8) -> bool {
+    // SAFETY: as in `publish_unmanaged`.
+    unsafe { sluice_unmanaged_byte[b as usize].load(Ordering::Relaxed) != 0 }
+}
+
+/// The raw byte of `fd` (0 when never seen or out of the table).
+#[inline(always)]
+pub fn byte(fd: i32) -> u8 {
+    slot(fd).map_or(0, |s| s.load(Ordering::Relaxed))
+}
 
 /// Where a target lies, as far as the stage cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +116,7 @@ impl Entry {
 
 #[inline]
 fn slot(fd: i32) -> Option<&'static AtomicU8> {
-    usize::try_from(fd).ok().and_then(|i| TABLE.get(i))
+    usize::try_from(fd).ok().and_then(|i| table().get(i))
 }
 
 /// What is known of `fd`, or `None` when it was never seen.
@@ -91,7 +145,7 @@ pub fn clear(fd: i32) {
 /// Forgets every descriptor in `first..=last`.
 pub fn clear_range(first: u32, last: u32) {
     let end = (last as usize).min(TABLE_LEN - 1);
-    for s in TABLE.iter().take(end + 1).skip(first as usize) {
+    for s in table().iter().take(end + 1).skip(first as usize) {
         s.store(0, Ordering::Relaxed);
     }
 }

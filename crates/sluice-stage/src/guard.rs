@@ -14,16 +14,35 @@
 //! is laid in on the thread's first entry.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::mem::offset_of;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 
-use sluice_core::gate::ThreadState;
+use sluice_core::gate::{Gate, ThreadState};
+use sluice_core::segment::{Segment, bump};
 
+/// The block's layout. Its first fields are the shim's `struct head`, which the shim's
+/// variadic entry points read and write (offsets checked below).
+#[repr(C)]
 struct Local {
     busy: Cell<bool>,
     /// Whether `state` holds a `ThreadState::new()` yet (the block starts as zeros).
     ready: Cell<bool>,
+    /// Whether this thread is the only writer of `*unmanaged`.
+    owned: Cell<bool>,
+    /// This thread's counter of unmanaged calls in the segment, once it has counted one
+    /// (null before, and again after a fork): `state`'s shard, kept where the shim finds
+    /// it.
+    unmanaged: Cell<*const AtomicU64>,
     state: UnsafeCell<ThreadState>,
 }
+
+const _: () = assert!(
+    offset_of!(Local, busy) == 0
+        && offset_of!(Local, ready) == 1
+        && offset_of!(Local, owned) == 2
+        && offset_of!(Local, unmanaged) == 8,
+    "guard::Local no longer starts with shim.c's struct head"
+);
 
 /// The size the shim gives the block (build.rs sets it for both languages).
 const TLS_BYTES: usize = parse(env!("SLUICE_TLS_BYTES"));
@@ -33,7 +52,8 @@ const _: () = assert!(
     "guard::Local outgrew the shim's thread-local block: raise TLS_BYTES in build.rs"
 );
 
-const fn parse(s: &str) -> usize {
+/// A number build.rs passes in the environment, read at compile time.
+pub(crate) const fn parse(s: &str) -> usize {
     let b = s.as_bytes();
     let mut n = 0;
     let mut i = 0;
@@ -128,6 +148,28 @@ impl Guard {
         // per thread at a time, and `&mut self` ties the borrow to it.
         unsafe { &mut *self.local.state.get() }
     }
+
+    /// Counts a call on an unmanaged target of `segment` (the process's one segment):
+    /// through the counter kept in the block, learnt from the thread's state the first
+    /// time. The shim's variadic entry points count through the same counter.
+    #[inline(always)]
+    pub fn count_unmanaged(&mut self, segment: &'static Segment) {
+        let mut n = self.local.unmanaged.get();
+        if n.is_null() {
+            n = self.learn_unmanaged(segment);
+        }
+        // SAFETY: a counter in the segment, mapped for the life of the process.
+        bump(unsafe { &*n }, 1, self.local.owned.get());
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn learn_unmanaged(&mut self, segment: &'static Segment) -> *const AtomicU64 {
+        let (n, owned) = Gate::unmanaged_counter(segment, self.thread_state());
+        self.local.owned.set(owned);
+        self.local.unmanaged.set(n);
+        n
+    }
 }
 
 /// Empties this thread's token batches and counter shard. Runs in a child after `fork`:
@@ -137,6 +179,7 @@ pub fn forget_batches_after_fork() {
     // SAFETY: the child has one thread, and fork is not called from inside a hook (the
     // stage never forks), so no guard holds the state.
     unsafe { *l.state.get() = ThreadState::new() };
+    l.unmanaged.set(std::ptr::null());
     l.ready.set(true);
 }
 

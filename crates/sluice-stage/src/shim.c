@@ -4,7 +4,11 @@
  *   calls the stage's hook of the matching v-variant (vprintf, vfprintf, vscanf, ...),
  *   which classifies, admits, calls the real v-variant and counts. The hooks live in
  *   Rust (hooks/table.rs); the pairs below are checked against its `variadic` list by a
- *   unit test, and build.rs exports every name a VARIADIC line defines.
+ *   unit test, and build.rs exports every name a VARIADIC line defines. A call on a
+ *   stream the descriptor table already knows to be unmanaged (a terminal, a pipe,
+ *   /dev/null) skips the hook: counted, guarded and passed to the real v-variant here.
+ * - The descriptor table's bytes (fdtable.rs gives them their meaning), so that this
+ *   fast path reads them without a call.
  * - The stage's thread-local block, in the initial-exec model: a preloaded library may
  *   use it, and it costs a load from the thread pointer where Rust's general-dynamic
  *   thread-locals cost a call of __tls_get_addr.
@@ -32,32 +36,22 @@ int vfscanf(FILE *, const char *, va_list);
 int __isoc99_vscanf(const char *, va_list);
 int __isoc99_vfscanf(FILE *, const char *, va_list);
 
-/* NAME(PARAMS, ...) calls VIA(ARGS, its va_list); LAST is the last named parameter. */
-#define VARIADIC(name, via, last, params, args)                                            \
-    EXPORT int name params {                                                               \
-        va_list ap;                                                                        \
-        va_start(ap, last);                                                                \
-        int r = via args;                                                                  \
-        va_end(ap);                                                                        \
-        return r;                                                                          \
-    }
-
-VARIADIC(printf, vprintf, fmt, (const char *fmt, ...), (fmt, ap))
-VARIADIC(fprintf, vfprintf, fmt, (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
-VARIADIC(dprintf, vdprintf, fmt, (int fd, const char *fmt, ...), (fd, fmt, ap))
-VARIADIC(__printf_chk, __vprintf_chk, fmt, (int flag, const char *fmt, ...), (flag, fmt, ap))
-VARIADIC(__fprintf_chk, __vfprintf_chk, fmt, (FILE *stream, int flag, const char *fmt, ...), (stream, flag, fmt, ap))
-VARIADIC(__dprintf_chk, __vdprintf_chk, fmt, (int fd, int flag, const char *fmt, ...), (fd, flag, fmt, ap))
-VARIADIC(scanf, vscanf, fmt, (const char *fmt, ...), (fmt, ap))
-VARIADIC(fscanf, vfscanf, fmt, (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
-VARIADIC(__isoc99_scanf, __isoc99_vscanf, fmt, (const char *fmt, ...), (fmt, ap))
-VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, fmt, (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
-
 /* ---- the thread-local block ------------------------------------------------------------ */
 
-/* Zero at thread start; guard.rs lays its state out in it. */
+/* Zero at thread start; guard.rs lays its state out in it, starting with `struct head`
+ * (guard::Local is #[repr(C)] and checks these offsets at compile time). */
 static __thread _Alignas(64) unsigned char tls_block[SLUICE_TLS_BYTES]
     __attribute__((tls_model("initial-exec")));
+
+struct head {
+    unsigned char busy;      /* the re-entrancy guard: this thread is inside the stage */
+    unsigned char ready;     /* the Rust state behind the head is laid in */
+    unsigned char owned;     /* this thread is the only writer of *unmanaged */
+    unsigned long long *unmanaged; /* this thread's counter of unmanaged calls in the
+                                      segment, once it has counted one; NULL before */
+};
+
+_Static_assert(sizeof(struct head) <= SLUICE_TLS_BYTES, "the head fits the block");
 
 /* This thread's block. */
 void *sluice_tls_block(void) { return tls_block; }
@@ -68,6 +62,104 @@ ptrdiff_t sluice_tls_offset(void) {
     return (char *)tls_block - (char *)__builtin_thread_pointer();
 }
 
+/* ---- the descriptor table ------------------------------------------------------------ */
+
+/* One byte per descriptor (fdtable.rs owns its meaning); here so that the variadic entry
+ * points below read it without a call. In .bss: its pages cost memory only once touched. */
+unsigned char sluice_fd_table[SLUICE_FD_TABLE_LEN];
+
+/* Nonzero for each byte of the table that stands for a target the stage does not manage
+ * (no file, or a file in an unmanaged place). All zero until the stage is ready, so that
+ * until then every call takes the hooks' full path. */
+unsigned char sluice_unmanaged_byte[256];
+
+/* ---- the C-variadic entry points ------------------------------------------------------ */
+
+/* The real v-variants, set once by the stage when it is ready. */
+#define REALS(X)                                                                          \
+    X(vprintf) X(vfprintf) X(vdprintf) X(__vprintf_chk) X(__vfprintf_chk) X(__vdprintf_chk) \
+    X(vscanf) X(vfscanf) X(__isoc99_vscanf) X(__isoc99_vfscanf)
+#define REAL_INDEX(n) REAL_##n,
+enum { REALS(REAL_INDEX) REALS_LEN };
+#define REAL_NAME(n) #n,
+static const char *const real_names[REALS_LEN + 1] = {REALS(REAL_NAME) NULL};
+static void *real_v[REALS_LEN];
+
+/* The name of the I-th real v-variant the shim calls, NULL past the last. */
+const char *sluice_shim_real_name(size_t i) { return i < REALS_LEN ? real_names[i] : NULL; }
+
+/* Sets the address of the I-th real v-variant. */
+void sluice_shim_set_real(size_t i, void *p) {
+    if (i < REALS_LEN) __atomic_store_n(&real_v[i], p, __ATOMIC_RELAXED);
+}
+
+/* Whether every real v-variant is set. */
+int sluice_shim_reals_set(void) {
+    for (size_t i = 0; i < REALS_LEN; i++)
+        if (!__atomic_load_n(&real_v[i], __ATOMIC_RELAXED)) return 0;
+    return 1;
+}
+
+extern FILE *stdin, *stdout;
+
+/* The descriptor under a stream, or -1 for a null one or one with none. */
+static inline int stream_fd(const FILE *f) {
+    return f && (f->_flags & 0x2000 /* IO_IS_FILEBUF */) ? f->_fileno : -1;
+}
+
+/* Whether a call on descriptor FD can go straight to the real function: the stage is
+ * ready, the descriptor table says FD is no managed target, and this thread is not inside
+ * the stage and knows its counter of unmanaged calls. If so, counts the call as unmanaged
+ * and enters the guard, as the hook would; the caller leaves it after the real call.
+ * Anything else (a descriptor never seen, a managed one, a thread's first call) takes the
+ * hook. The table of unmanaged bytes is published only once every real v-variant is. */
+static inline __attribute__((always_inline)) struct head *enter_unmanaged(int fd) {
+    if ((unsigned)fd >= SLUICE_FD_TABLE_LEN ||
+        !sluice_unmanaged_byte[__atomic_load_n(&sluice_fd_table[fd], __ATOMIC_RELAXED)])
+        return NULL;
+    struct head *h = (struct head *)tls_block;
+    unsigned long long *n = h->unmanaged;
+    if (h->busy || !n) return NULL;
+    h->busy = 1;
+    if (h->owned)
+        __atomic_store_n(n, __atomic_load_n(n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(n, 1, __ATOMIC_RELAXED);
+    return h;
+}
+
+/* NAME(PARAMS, ...) calls VIA(ARGS, its va_list); LAST is the last named parameter and FD
+ * the descriptor the call lands on. On an unmanaged target it calls the real VIA itself,
+ * counted and guarded as the hook would; otherwise the stage's hook of VIA. */
+#define VARIADIC(name, via, last, fd, params, args)                                        \
+    EXPORT int name params {                                                               \
+        va_list ap;                                                                        \
+        va_start(ap, last);                                                                \
+        int r;                                                                             \
+        struct head *h = enter_unmanaged(fd);                                              \
+        if (h) {                                                                           \
+            __typeof__(via) *real = __atomic_load_n(&real_v[REAL_##via], __ATOMIC_RELAXED); \
+            r = real args;                                                                 \
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);                                       \
+            h->busy = 0;                                                                   \
+        } else {                                                                           \
+            r = via args;                                                                  \
+        }                                                                                  \
+        va_end(ap);                                                                        \
+        return r;                                                                          \
+    }
+
+VARIADIC(printf, vprintf, fmt, stream_fd(stdout), (const char *fmt, ...), (fmt, ap))
+VARIADIC(fprintf, vfprintf, fmt, stream_fd(stream), (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
+VARIADIC(dprintf, vdprintf, fmt, fd, (int fd, const char *fmt, ...), (fd, fmt, ap))
+VARIADIC(__printf_chk, __vprintf_chk, fmt, stream_fd(stdout), (int flag, const char *fmt, ...), (flag, fmt, ap))
+VARIADIC(__fprintf_chk, __vfprintf_chk, fmt, stream_fd(stream), (FILE *stream, int flag, const char *fmt, ...), (stream, flag, fmt, ap))
+VARIADIC(__dprintf_chk, __vdprintf_chk, fmt, fd, (int fd, int flag, const char *fmt, ...), (fd, flag, fmt, ap))
+VARIADIC(scanf, vscanf, fmt, stream_fd(stdin), (const char *fmt, ...), (fmt, ap))
+VARIADIC(fscanf, vfscanf, fmt, stream_fd(stream), (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
+VARIADIC(__isoc99_scanf, __isoc99_vscanf, fmt, stream_fd(stdin), (const char *fmt, ...), (fmt, ap))
+VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, fmt, stream_fd(stream), (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
+
 /* ---- glibc's FILE ------------------------------------------------------------------------ */
 
 /* glibc's private flags (libio.h), fixed by its ABI. */
@@ -75,6 +167,12 @@ ptrdiff_t sluice_tls_offset(void) {
 #define IO_CURRENTLY_PUTTING 0x0800
 #define IO_IS_APPENDING 0x1000
 #define IO_IS_FILEBUF 0x2000
+
+/* stream.rs reads a stream's descriptor itself, as stream_fd above does: _flags first,
+ * _fileno at this offset (64-bit glibc). */
+_Static_assert(offsetof(FILE, _flags) == 0, "FILE._flags");
+_Static_assert(sizeof(void *) != 8 || offsetof(FILE, _fileno) == SLUICE_FILE_FILENO_OFFSET,
+               "FILE._fileno: fix SLUICE_FILE_FILENO_OFFSET in build.rs");
 
 /* The descriptor under a stream, or -1 for one with none (fmemopen, open_memstream,
  * fopencookie): what fileno() answers, without setting errno or taking a call. */

@@ -41,6 +41,9 @@ pub struct State {
     /// Held by the thread compiling a new configuration.
     reloading: AtomicBool,
     identity: Identity,
+    /// Bit `i` set when another place lies below place `i` (the places are fixed at
+    /// start): a path in any other place has no place below it.
+    nested: u64,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -76,6 +79,13 @@ impl State {
     #[inline(always)]
     pub fn places(&self) -> &MountTable {
         self.compiled().places()
+    }
+
+    /// Whether other places may lie below a directory in place `place`: when not,
+    /// [`MountTable::has_places_below`] is false for every path in it.
+    #[inline(always)]
+    pub fn may_have_places_below(&self, place: u8) -> bool {
+        self.nested >> (place & 63) & 1 != 0
     }
 
     /// Compiles the configuration in force, unless another thread is at it (this call
@@ -163,7 +173,15 @@ pub fn init() {
             PID.store(sys::getpid(), Ordering::Relaxed);
             // SAFETY: registers a handler that touches only the child's own state.
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-            STATE.store(Box::into_raw(Box::new(state)), Ordering::Release);
+            let state: &'static State = Box::leak(Box::new(state));
+            STATE.store(std::ptr::from_ref(state).cast_mut(), Ordering::Release);
+            // The shim's fast path for streams on unmanaged targets, last: until the
+            // table of unmanaged bytes is published, every call takes the hooks.
+            if crate::hooks::publish_shim_reals() {
+                crate::fdtable::publish_unmanaged(state.places());
+            } else {
+                log!("a real v-variant of printf or scanf is missing: no fast path for them");
+            }
         }
         Err(why) => log!(
             "cannot use segment {}: {why}; passing every call through",
@@ -192,12 +210,14 @@ fn load(path: &CStr) -> Result<(State, String), String> {
     let mut compiled = Compiled::new(&config.rules, &config.pools, &identity, mounts.as_deref())
         .map_err(|e| e.to_string())?;
     compiled.set_latency_sample(latency_sample_of(&text));
+    let nested = nested_places(compiled.places());
     let state = State {
         segment,
         compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),
         generation: AtomicU64::new(generation),
         reloading: AtomicBool::new(false),
         identity,
+        nested,
     };
     learn_cwd(&state);
     Ok((
@@ -209,6 +229,16 @@ fn load(path: &CStr) -> Result<(State, String), String> {
             config.pools.len()
         ),
     ))
+}
+
+/// The places that have other places below them, as a mask.
+fn nested_places(places: &MountTable) -> u64 {
+    places
+        .places()
+        .iter()
+        .enumerate()
+        .filter(|&(i, p)| places.mask_under(&p.path) & !(1u64 << i) != 0)
+        .fold(0, |m, (i, _)| m | 1 << i)
 }
 
 /// The managed mounts: those named, plus those of the named types found in mountinfo;

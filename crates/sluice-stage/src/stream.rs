@@ -11,6 +11,7 @@ use crate::real::Slot;
 use crate::sys;
 
 unsafe extern "C" {
+    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
     fn sluice_file_fd(f: *const c_void) -> c_int;
     fn sluice_file_pending(f: *const c_void) -> usize;
     fn sluice_file_unread(f: *const c_void) -> usize;
@@ -31,10 +32,40 @@ pub fn fd(f: *mut c_void) -> Option<c_int> {
     if f.is_null() {
         return None;
     }
+    #[cfg(target_pointer_width = "64")]
+    // SAFETY: a non-null stream the application passed to a stdio call is a FILE, whose
+    // `_flags` (an int) come first and whose `_fileno` (an int) lies at the offset the
+    // shim checks against glibc's header at build time.
+    let fd = unsafe {
+        let flags = f.cast::<c_int>().read();
+        let fileno = f.byte_add(FILENO_OFFSET).cast::<c_int>().read();
+        if flags & IO_IS_FILEBUF != 0 {
+            fileno
+        } else {
+            -1
+        }
+    };
+    #[cfg(not(target_pointer_width = "64"))]
     // SAFETY: a non-null stream the application passed to a stdio call is a FILE.
     let fd = unsafe { sluice_file_fd(f) };
     (fd >= 0).then_some(fd)
 }
+
+/// glibc's flag of a stream over a descriptor (libio.h).
+#[cfg(target_pointer_width = "64")]
+const IO_IS_FILEBUF: c_int = 0x2000;
+/// Where glibc's `FILE` keeps `_fileno` (build.rs; the shim checks it).
+#[cfg(target_pointer_width = "64")]
+const FILENO_OFFSET: usize = {
+    let b = env!("SLUICE_FILE_FILENO_OFFSET").as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as usize;
+        i += 1;
+    }
+    n
+};
 
 /// Bytes written into `f`'s buffer and not yet passed to the kernel.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]

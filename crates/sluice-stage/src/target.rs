@@ -81,13 +81,15 @@ pub fn dir_fd(dir: *mut c_void) -> Option<c_int> {
 }
 
 /// The entry of an absolute path in normal form; whether managed places lie below it is
-/// worked out only when `want_below` (an open or a chdir will remember the answer).
+/// worked out only when `want_below` (an open or a chdir will remember the answer), and
+/// only when some place lies below the path's own.
 #[inline]
 pub fn entry_of_normal(st: &State, path: &[u8], want_below: bool) -> Entry {
     let places = st.places();
+    let place = places.lookup(path);
     Entry::File {
-        place: places.lookup(path),
-        below: want_below && places.has_places_below(path),
+        place,
+        below: want_below && st.may_have_places_below(place) && places.has_places_below(path),
     }
 }
 
@@ -118,7 +120,9 @@ fn path_entry(
             let places = st.places();
             let second = rel.get(1).copied().unwrap_or(0);
             if second == 0 || places.no_place_starts_with(second) {
-                let below = want_below && places.has_places_below(b"/");
+                // Every entry but the root lies below "/" (`has_places_below(b"/")`
+                // without walking the entries).
+                let below = want_below && places.places().len() > 1;
                 return Some(Entry::File { place: 0, below });
             }
             if scan.is_normal(first) {

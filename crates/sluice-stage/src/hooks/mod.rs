@@ -17,12 +17,12 @@ mod table;
 
 use std::ffi::c_int;
 
-use sluice_core::gate::{Gate, Size};
+use sluice_core::gate::Size;
 use sluice_core::op::Op;
 
 pub use effect::Effect;
 pub use ret::{Moved, Ret};
-pub use table::{SYMBOLS, VARIADIC, resolve_all, slots};
+pub use table::{SYMBOLS, VARIADIC, resolve_all, slot_named, slots};
 
 use crate::fdtable::Entry;
 use crate::guard::Guard;
@@ -86,7 +86,7 @@ pub fn intercept<R: Ret>(
                         ret
                     }
                     _ => {
-                        Gate::count_unmanaged(st.segment, ts);
+                        guard.count_unmanaged(st.segment);
                         real()
                     }
                 }
@@ -97,6 +97,36 @@ pub fn intercept<R: Ret>(
     };
     effect.after(st, ret, entry);
     ret
+}
+
+unsafe extern "C" {
+    /// The name of the shim's `i`-th real v-variant, null past the last (shim.c).
+    fn sluice_shim_real_name(i: usize) -> *const std::ffi::c_char;
+    /// Gives the shim the address of its `i`-th real v-variant (shim.c).
+    fn sluice_shim_set_real(i: usize, p: *mut std::ffi::c_void);
+    /// Whether every real v-variant of the shim is set (shim.c).
+    fn sluice_shim_reals_set() -> c_int;
+}
+
+/// Gives the shim's variadic entry points the real v-variants they call on unmanaged
+/// targets, from the slots `resolve_all` filled (one symbol, one resolution). Whether the
+/// shim has them all: when one is missing, the fast path must stay closed.
+pub fn publish_shim_reals() -> bool {
+    for i in 0.. {
+        // SAFETY: the shim's function has no preconditions.
+        let name = unsafe { sluice_shim_real_name(i) };
+        if name.is_null() {
+            break;
+        }
+        // SAFETY: a non-null name is one of the shim's string literals.
+        let name = unsafe { std::ffi::CStr::from_ptr(name) };
+        if let Some(p) = slot_named(name.to_bytes()).and_then(|s| s.get()) {
+            // SAFETY: the real symbol of that name, whose signature the shim declares.
+            unsafe { sluice_shim_set_real(i, p) };
+        }
+    }
+    // SAFETY: the shim's function has no preconditions.
+    unsafe { sluice_shim_reals_set() != 0 }
 }
 
 /// `sendfile` and `copy_file_range`: a read of `from` and a write of the destination. Each
@@ -125,7 +155,7 @@ fn copy<R: Ret>(
     let gate = st.gate();
     let ts = guard.thread_state();
     if ends.iter().all(|(_, p)| p.is_none()) {
-        gate.unmanaged(ts);
+        guard.count_unmanaged(st.segment);
         return real();
     }
     let size = size();
@@ -170,6 +200,12 @@ macro_rules! hooks {
             $( slots::$name.get(); )*
             $crate::stream::FTELLO.get();
             $crate::stream::FSEEKO.get();
+        }
+
+        /// The slot of the real symbol `name`, if the table hooks it.
+        pub fn slot_named(name: &[u8]) -> Option<&'static $crate::real::Slot> {
+            $( if name == stringify!($name).as_bytes() { return Some(&slots::$name); } )*
+            None
         }
 
         /// The C-variadic symbols `shim.c` defines, each with the hook it calls.
