@@ -287,9 +287,20 @@ impl PoolCmd {
                         "POOL", "CAPACITY", "ALGORITHM", "ALLOCATED", "USED", "JOBS"
                     );
                     for p in &reply.pools {
+                        // An automatic pool: the capacity found, its last p99 and target.
+                        let capacity = if p.target_p99_s > 0.0 {
+                            format!(
+                                "{} (p99 {:.2}ms, target {}ms)",
+                                p.capacity,
+                                p.latency_p99_s * 1e3,
+                                p.target_p99_s * 1e3
+                            )
+                        } else {
+                            p.capacity.clone()
+                        };
                         out += &format!(
                             "{:<14} {:>10} {:<10} {:>12.0} {:>12.0} {:>5}  {}\n",
-                            p.name, p.capacity, p.algorithm, p.allocated, p.used, p.jobs, p.filter
+                            p.name, capacity, p.algorithm, p.allocated, p.used, p.jobs, p.filter
                         );
                     }
                     out

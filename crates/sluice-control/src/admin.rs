@@ -336,7 +336,8 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
     serde_json::json!({ "jobs": jobs })
 }
 
-/// `{"pools":[{"name","match","capacity","algorithm","params","allocated","used","jobs"}]}`.
+/// `{"pools":[{"name","match","capacity","algorithm","params","allocated","used","jobs",
+/// "latency_p99_s","target_p99_s"}]}` (the last two for `capacity = "auto"` pools, else 0).
 pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
     let pools: Vec<serde_json::Value> = reply
         .pools
@@ -344,7 +345,8 @@ pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
         .map(|p| {
             serde_json::json!({"name": p.name, "match": p.filter, "capacity": p.capacity,
                 "algorithm": p.algorithm, "params": p.params,
-                "allocated": p.allocated, "used": p.used, "jobs": p.jobs})
+                "allocated": p.allocated, "used": p.used, "jobs": p.jobs,
+                "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s})
         })
         .collect();
     serde_json::json!({ "pools": pools })

@@ -7,10 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use sluice_core::rule::Rate;
 use sluice_policy::ParamValue;
 use sluice_policy::registry::INTERVAL_S;
 
-use crate::cluster::{Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView};
+use crate::cluster::{
+    AutoCapacity, Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView,
+};
 use crate::config::{AdminError, AdminErrorKind, ControlConfig};
 use crate::proto;
 
@@ -136,6 +139,14 @@ impl Coordinator {
                     algorithm: p.algorithm.clone(),
                     params,
                     min_share: p.min_share,
+                    auto: p.auto.as_ref().map(|a| AutoCapacity {
+                        target_p99_s: a.target_p99.as_secs_f64(),
+                        start: p.capacity.per_sec as f64,
+                        min: a.min.per_sec as f64,
+                        max: a.max.per_sec as f64,
+                        step: a.step.per_sec as f64,
+                        backoff: a.backoff,
+                    }),
                 }
             })
             .collect();
@@ -194,7 +205,17 @@ impl Coordinator {
                 proto::PoolInfo {
                     name: p.name.clone(),
                     filter: p.filter.clone(),
-                    capacity: p.capacity.to_string(),
+                    // An automatic pool's capacity is the one it found.
+                    capacity: match (&p.auto, view) {
+                        (Some(_), Some(v)) => {
+                            let found = Rate {
+                                per_sec: v.capacity.round() as u64,
+                                ..p.capacity
+                            };
+                            format!("auto {found}")
+                        }
+                        _ => p.capacity.to_string(),
+                    },
                     algorithm: p.algorithm.clone(),
                     params: p
                         .params
@@ -204,6 +225,8 @@ impl Coordinator {
                     allocated: view.map_or(0.0, |v| v.allocated),
                     used: view.map_or(0.0, |v| v.used),
                     jobs: view.map_or(0, |v| v.jobs as u32),
+                    latency_p99_s: view.and_then(|v| v.latency_p99_s).unwrap_or(0.0),
+                    target_p99_s: p.auto.as_ref().map_or(0.0, |a| a.target_p99.as_secs_f64()),
                 }
             })
             .collect()

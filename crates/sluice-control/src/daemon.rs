@@ -268,6 +268,7 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
             let rates = {
                 let mut c = c.lock().expect("coordinator");
                 let node = l.node.clone();
+                c.cluster().report_latency(&node, observed.latency);
                 c.cluster()
                     .report(&node, cycle, true, observed.jobs, observed.ended);
                 let rates = c.compute(cycle);

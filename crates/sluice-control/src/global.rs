@@ -7,11 +7,12 @@
 //! that changed. Pools and rules go to a local when it connects and to every local when
 //! an administrator changes them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sluice_core::segment::{LATENCY_BUCKETS, Latency};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -94,6 +95,7 @@ enum Event {
         full: bool,
         jobs: Vec<NodeJob>,
         ended: Vec<String>,
+        latency: BTreeMap<String, Latency>,
     },
     Disconnected(String, u64),
 }
@@ -239,7 +241,11 @@ impl Global {
                         full,
                         jobs,
                         ended,
-                    } => cluster.report(&node, cycle, full, jobs, ended),
+                        latency,
+                    } => {
+                        cluster.report_latency(&node, latency);
+                        cluster.report(&node, cycle, full, jobs, ended);
+                    }
                     Event::Disconnected(node, cycle) => cluster.node_disconnected(&node, cycle),
                 }
             }
@@ -330,12 +336,18 @@ impl Global {
                 pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
             })
             .collect();
+        let latency = report
+            .latency
+            .into_iter()
+            .map(|(pool, h)| Ok((pool, latency_of(h)?)))
+            .collect::<Result<_, Status>>()?;
         let event = Event::Report {
             node: node.to_owned(),
             cycle: report.cycle,
             full: report.full,
             jobs,
             ended: report.ended,
+            latency,
         };
         let mut sessions = self.sessions();
         sessions.events.push(event);
@@ -444,6 +456,21 @@ impl Control for ControlService {
         tokio::spawn(self.0.clone().serve(inbound, tx));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
+}
+
+/// A reported latency histogram, checked.
+fn latency_of(h: proto::LatencyHistogram) -> Result<Latency, Status> {
+    if h.buckets.len() > LATENCY_BUCKETS {
+        return Err(Status::invalid_argument(format!(
+            "report: a latency histogram has at most {LATENCY_BUCKETS} buckets"
+        )));
+    }
+    let mut l = Latency {
+        sum_ns: h.sum_ns,
+        ..Latency::default()
+    };
+    l.buckets[..h.buckets.len()].copy_from_slice(&h.buckets);
+    Ok(l)
 }
 
 /// The time since the epoch.

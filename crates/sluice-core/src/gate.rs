@@ -38,6 +38,8 @@ pub struct ThreadState {
     shard: usize,
     /// Calls through a pool left before the next one is timed (latency sampling).
     sample_left: u32,
+    /// The coarse clock at the last call timed.
+    sampled_at: u64,
     caches: [LocalCache; CHANNELS],
 }
 
@@ -47,14 +49,23 @@ impl ThreadState {
         ThreadState {
             shard: usize::MAX,
             sample_left: 0,
+            sampled_at: 0,
             caches: [LocalCache::new(); CHANNELS],
         }
     }
 
-    /// Whether this call is one to time: one in `every` (0: none). A thread-local
-    /// countdown, so a call that is not sampled reads no clock.
+    /// Whether this call is one to time: one in `every` (0: none), and the first after
+    /// each tick of the coarse clock (`coarse`, 0: not known). A thread-local countdown
+    /// and the clock the call already read, so a call that is not sampled reads none.
+    /// The tick matters for slow calls: a networked file system's metadata calls take a
+    /// millisecond, and one in 64 of them would be too few for a p99 each interval.
     #[inline(always)]
-    fn sample(&mut self, every: u32) -> bool {
+    fn sample(&mut self, every: u32, coarse: u64) -> bool {
+        if every != 0 && coarse > self.sampled_at {
+            self.sampled_at = coarse;
+            self.sample_left = every;
+            return true;
+        }
         if self.sample_left > 1 {
             self.sample_left -= 1;
             return false;
@@ -159,7 +170,7 @@ impl Gate<'_> {
     /// one. A call that takes tokens from its thread's batches reads one coarse clock.
     ///
     /// One call in the configuration's `latency_sample` of those a pool admits (per
-    /// thread) is timed: the precise clock is read here, as the last thing before the real
+    /// thread), and the first after each tick of the coarse clock, is timed: the precise clock is read here, as the last thing before the real
     /// call, and again in [`Gate::finish`].
     #[inline]
     pub fn admit(
@@ -180,11 +191,16 @@ impl Gate<'_> {
             }
             self.pass(ts, clock, i, cost, &mut coarse);
         }
-        let started = if !plan.pools().is_empty() && ts.sample(self.compiled.latency_sample()) {
-            clock.now_ns().max(1)
-        } else {
-            0
-        };
+        if coarse == 0 && !plan.pools().is_empty() {
+            // The call waited, which made its clock stale: it slept, one more read is free.
+            coarse = clock.coarse_ns();
+        }
+        let started =
+            if !plan.pools().is_empty() && ts.sample(self.compiled.latency_sample(), coarse) {
+                clock.now_ns().max(1)
+            } else {
+                0
+            };
         Ticket {
             op,
             size,

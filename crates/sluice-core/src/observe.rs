@@ -13,7 +13,7 @@
 //! not count as demand for the pool. Threads beyond the segment's own shards share one,
 //! which the estimate treats as one thread.
 
-use crate::segment::{ChannelTotal, Segment};
+use crate::segment::{ChannelTotal, Latency, MAX_RULES, Segment};
 
 /// The most a thread's admitted units are multiplied by: a thread that waited all of the
 /// interval says only that it wants much more than it got.
@@ -60,7 +60,10 @@ impl Snapshot {
         for shard in segment.shards_in_use() {
             let mut per_channel = Vec::with_capacity(watched.len());
             for (w, acc) in watched.iter().zip(&mut totals) {
-                let t = ChannelTotal::of(&shard.channels[w.index]);
+                let mut t = ChannelTotal::of(&shard.channels[w.index]);
+                if let Some(l) = w.index.checked_sub(MAX_RULES).map(|p| &shard.latency[p]) {
+                    t.add_latency(l);
+                }
                 acc.add(&t);
                 per_channel.push((if w.bytes { t.bytes } else { t.admitted }, t.wait_ns));
             }
@@ -71,6 +74,12 @@ impl Snapshot {
             totals,
             threads,
         }
+    }
+
+    /// The latencies sampled on watched channel `c` (a pool's) between `prev` and `self`.
+    pub fn latency_since(&self, prev: &Snapshot, c: usize) -> Latency {
+        let then = prev.totals.get(c).copied().unwrap_or_default();
+        self.totals[c].latency_since(&then)
     }
 
     /// Rates over the interval from `prev` to `self`, one per watched channel (the same

@@ -364,12 +364,7 @@ impl Segment {
             }
             t.unmanaged += s.unmanaged.load(Ordering::Relaxed);
             for (acc, l) in t.channels[MAX_RULES..].iter_mut().zip(&s.latency) {
-                acc.latency_sum_ns = acc
-                    .latency_sum_ns
-                    .wrapping_add(l.sum_ns.load(Ordering::Relaxed));
-                for (a, b) in acc.latency.iter_mut().zip(&l.buckets) {
-                    *a += b.load(Ordering::Relaxed) as u64;
-                }
+                acc.add_latency(l);
             }
         }
         t
@@ -450,6 +445,16 @@ impl ChannelTotal {
         self.latency_since(&ChannelTotal::default())
     }
 
+    /// Adds one shard's latency counters of the pool this channel is.
+    pub fn add_latency(&mut self, l: &LatencyCounter) {
+        self.latency_sum_ns = self
+            .latency_sum_ns
+            .wrapping_add(l.sum_ns.load(Ordering::Relaxed));
+        for (a, b) in self.latency.iter_mut().zip(&l.buckets) {
+            *a += b.load(Ordering::Relaxed) as u64;
+        }
+    }
+
     /// Adds `o` (the gauge wraps: each shard's is a count of +1s and -1s).
     pub fn add(&mut self, o: &ChannelTotal) {
         self.arrivals += o.arrivals;
@@ -477,6 +482,14 @@ impl Latency {
     /// Calls sampled.
     pub fn count(&self) -> u64 {
         self.buckets.iter().sum()
+    }
+
+    /// Adds the samples of `o` (another node's, another job's, of the same pool).
+    pub fn add(&mut self, o: &Latency) {
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.sum_ns = self.sum_ns.wrapping_add(o.sum_ns);
     }
 
     /// Mean latency in nanoseconds, `None` with no sample.

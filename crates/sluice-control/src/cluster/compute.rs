@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use sluice_core::segment::Latency;
 use sluice_policy::{Observation, Round};
 
 use super::registry::effective;
@@ -210,6 +211,7 @@ impl Cluster {
         }
         self.drop_stale(cycle);
         self.last_cycle = Some(cycle);
+        self.find_capacities(cycle);
         let mut pools = std::mem::take(&mut self.pools);
         let context = Context::new(self, interval_s);
         let width = context.entries.len();
@@ -228,6 +230,34 @@ impl Cluster {
         drop(names);
         self.pools = pools;
         out
+    }
+
+    /// Moves each automatic pool's capacity by the latencies its calls showed since the
+    /// last compute on the connected nodes and by what its jobs used there; the samples
+    /// are consumed.
+    fn find_capacities(&mut self, cycle: u64) {
+        for (name, pool) in &mut self.pools {
+            let (Some(spec), Some(state)) = (&pool.plan.auto, &mut pool.auto) else {
+                continue;
+            };
+            let mut latency = Latency::default();
+            let mut used = 0.0;
+            for node in self.nodes.values().filter(|n| n.down_since.is_none()) {
+                if let Some(l) = node.latency.get(name) {
+                    latency.add(l);
+                }
+                used += node
+                    .jobs
+                    .values()
+                    .filter_map(|p| p.pools.get(name))
+                    .map(|o| o.admitted)
+                    .sum::<f64>();
+            }
+            state.update(spec, cycle, &latency, used);
+        }
+        for node in self.nodes.values_mut() {
+            node.latency.clear();
+        }
     }
 
     /// Records `fresh` (by pool, by entry) as pushed where it differs from what was,
@@ -332,11 +362,12 @@ fn divide(pool: &mut Pool, held: f64, interval_s: f64) -> Result<Vec<f64>, Clust
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
+    let capacity = pool.capacity();
     let plan = &pool.plan;
-    let floor = plan.min_share * plan.capacity;
+    let floor = plan.min_share * capacity;
     // The floor is not cut when disconnected nodes hold more than the rest: a job
     // given nothing would block its application until those nodes go stale.
-    let rest = (plan.capacity - held - floor).max(0.0);
+    let rest = (capacity - held - floor).max(0.0);
     let each = floor / jobs.len() as f64;
     let mut rates = if rest > 0.0 {
         let round = Round::new(rest, interval_s, jobs).map_err(|source| ClusterError::Policy {

@@ -72,6 +72,7 @@
 //! track): its share is released and an id reused later starts afresh. A debt or credit
 //! the job had in `adaptbf` goes with it.
 
+mod auto;
 mod compute;
 mod registry;
 #[cfg(test)]
@@ -81,9 +82,11 @@ mod view;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use sluice_core::segment::Latency;
 use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
+pub use auto::{AutoCapacity, AutoState};
 pub use view::{JobView, NodeView, PoolView, ShareView};
 
 /// A pool to divide among the jobs that use it.
@@ -101,6 +104,9 @@ pub struct PoolPlan {
     /// Fraction of the capacity (in [0, 1]) split equally among the pool's jobs before
     /// the algorithm runs.
     pub min_share: f64,
+    /// When set, `capacity` is ignored: the capacity is found from the latency of the
+    /// pool's calls (module `auto`), starting from `auto.start`.
+    pub auto: Option<AutoCapacity>,
 }
 
 /// What one job saw on one node for one pool over the last interval, per second.
@@ -139,6 +145,15 @@ impl From<ChannelObs> for crate::proto::ChannelObs {
             wait: c.wait,
             waiting: c.waiting,
             demand: c.demand,
+        }
+    }
+}
+
+impl From<Latency> for crate::proto::LatencyHistogram {
+    fn from(l: Latency) -> Self {
+        crate::proto::LatencyHistogram {
+            buckets: l.buckets.to_vec(),
+            sum_ns: l.sum_ns,
         }
     }
 }
@@ -300,6 +315,15 @@ struct Pool {
     active: usize,
     /// `H` of the last compute.
     held: f64,
+    /// An automatic pool's capacity and what moved it last.
+    auto: Option<AutoState>,
+}
+
+impl Pool {
+    /// The capacity in force: the plan's, or the one an automatic pool found.
+    fn capacity(&self) -> f64 {
+        self.auto.map_or(self.plan.capacity, |a| a.capacity)
+    }
 }
 
 /// One node as the controller knows it.
@@ -311,6 +335,8 @@ struct Node {
     last_report: Option<u64>,
     /// By job: what its last reports said, and what was pushed.
     jobs: BTreeMap<String, Placement>,
+    /// By pool: the latencies its reports sampled since the last compute.
+    latency: BTreeMap<String, Latency>,
 }
 
 /// One job on one node.

@@ -2,11 +2,13 @@
 
 use std::collections::BTreeMap;
 
+use sluice_core::segment::Latency;
 use sluice_policy::registry::{self, Policy};
 use sluice_policy::{Allocator, Problem};
 
 use super::{
-    ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Pool, PoolPlan, Settings, Tuning,
+    AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Pool, PoolPlan,
+    Settings, Tuning,
 };
 
 impl Cluster {
@@ -58,6 +60,10 @@ impl Cluster {
         let mut old = std::mem::take(&mut self.pools);
         for (name, plan) in kept {
             if let Some(mut pool) = old.remove(&name) {
+                // A new automatic set-up starts again from its start.
+                if plan.auto != pool.plan.auto {
+                    pool.auto = plan.auto.as_ref().map(AutoState::new);
+                }
                 pool.plan = plan;
                 next.insert(name, pool);
             }
@@ -150,6 +156,15 @@ impl Cluster {
         }
     }
 
+    /// The latencies `node`'s stages sampled per pool with its last report: they move the
+    /// capacity of automatic pools at the next compute.
+    pub fn report_latency(&mut self, node: &str, latency: BTreeMap<String, Latency>) {
+        let entry = self.node_mut(node);
+        for (pool, l) in latency {
+            entry.latency.entry(pool).or_default().add(&l);
+        }
+    }
+
     /// `node`'s local controller connected: what was pushed to it is forgotten, so the
     /// next compute sends it every rate.
     pub fn node_connected(&mut self, node: &str) {
@@ -190,12 +205,13 @@ impl Cluster {
 impl Pool {
     fn new(plan: PoolPlan, allocator: Box<dyn Allocator>) -> Self {
         Pool {
-            plan,
             allocator,
             shares: Vec::new(),
             observations: Vec::new(),
             active: 0,
             held: 0.0,
+            auto: plan.auto.as_ref().map(AutoState::new),
+            plan,
         }
     }
 }
@@ -211,6 +227,21 @@ fn check(plan: &PoolPlan) -> Result<(), ClusterError> {
     }
     if !(0.0..=1.0).contains(&plan.min_share) {
         return Err(bad("min_share", Problem::NotFraction));
+    }
+    if let Some(a) = &plan.auto {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !positive(a.target_p99_s) {
+            return Err(bad("auto.target_p99", Problem::NotPositive));
+        }
+        if !(positive(a.min) && positive(a.start) && positive(a.step)) {
+            return Err(bad("auto.min, start, step", Problem::NotPositive));
+        }
+        if !(a.max.is_finite() && a.max >= a.min) {
+            return Err(bad("auto.max", Problem::NotPositive));
+        }
+        if !(a.backoff > 0.0 && a.backoff < 1.0) {
+            return Err(bad("auto.backoff", Problem::NotFraction));
+        }
     }
     Ok(())
 }

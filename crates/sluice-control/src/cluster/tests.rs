@@ -19,6 +19,7 @@ fn plan(name: &str, algorithm: &str, min_share: f64) -> PoolPlan {
         algorithm: algorithm.to_owned(),
         params: Params::new(),
         min_share,
+        auto: None,
     }
 }
 
@@ -248,4 +249,53 @@ fn pools_are_checked_and_keep_their_state_when_unchanged() {
     assert!(kept.0 > kept.1, "{kept:?}");
     assert_eq!(kept, again);
     assert_eq!(rebuilt, (5_000.0, 5_000.0));
+}
+
+/// An automatic pool: the latencies two nodes sample move its capacity (up while its
+/// jobs use it and the p99 holds, down by the backoff when it does not), and the jobs
+/// are given exactly the capacity in force.
+#[test]
+fn an_automatic_pool_follows_the_latency_its_nodes_report() {
+    use sluice_core::segment::{Latency, latency_bucket};
+    let auto = AutoCapacity {
+        target_p99_s: 0.004,
+        start: 1_000.0,
+        min: 100.0,
+        max: 100_000.0,
+        step: 100.0,
+        backoff: 0.5,
+    };
+    let mut c = cluster(vec![PoolPlan {
+        auto: Some(auto),
+        ..plan("md", "psfa", 0.0)
+    }]);
+    let latency = |ns: u64| {
+        let mut l = Latency::default();
+        l.buckets[latency_bucket(ns)] = 15;
+        BTreeMap::from([("md".to_owned(), l)])
+    };
+    let capacity = |c: &Cluster| c.pools()[0].capacity;
+    assert_eq!(capacity(&c), 1_000.0);
+    // Two nodes of 15 samples each: enough together, fast, and the jobs use it all.
+    for node in ["n1", "n2"] {
+        c.report(node, 1, true, vec![job(node, 5_000.0, 500.0)], vec![]);
+        c.report_latency(node, latency(1_000_000));
+    }
+    c.compute(1, 1.0).unwrap();
+    assert_eq!(capacity(&c), 1_100.0);
+    assert!(close(allocation(&c, "n1") + allocation(&c, "n2"), 1_100.0));
+    // No new samples: it holds.
+    c.compute(2, 1.0).unwrap();
+    assert_eq!(capacity(&c), 1_100.0);
+    // One node slow beyond the target: the merged p99 misses it.
+    c.report_latency("n1", latency(1_000_000));
+    c.report_latency("n2", latency(20_000_000));
+    c.compute(3, 1.0).unwrap();
+    assert_eq!(capacity(&c), 550.0);
+    assert!(c.pools()[0].latency_p99_s.unwrap() > 0.004);
+    assert!(close(allocation(&c, "n1") + allocation(&c, "n2"), 550.0));
+    // A plain pool again: back to its fixed capacity.
+    c.set_pools(vec![plan("md", "psfa", 0.0)]).unwrap();
+    c.compute(4, 1.0).unwrap();
+    assert_eq!(capacity(&c), CAPACITY);
 }

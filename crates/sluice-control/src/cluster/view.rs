@@ -59,6 +59,11 @@ pub struct PoolView {
     pub held: f64,
     /// Jobs in the round.
     pub jobs: usize,
+    /// An automatic pool: the p99 latency of its calls in the last interval (seconds),
+    /// when enough were sampled.
+    pub latency_p99_s: Option<f64>,
+    /// An automatic pool: the p99 it keeps (seconds).
+    pub target_p99_s: Option<f64>,
 }
 
 /// One node.
@@ -103,7 +108,9 @@ impl Cluster {
             .iter()
             .map(|(name, pool)| PoolView {
                 name: name.clone(),
-                capacity: pool.plan.capacity,
+                capacity: pool.capacity(),
+                latency_p99_s: pool.auto.and_then(|a| a.p99_s),
+                target_p99_s: pool.plan.auto.map(|a| a.target_p99_s),
                 algorithm: pool.plan.algorithm.clone(),
                 allocated: sum(pool.shares.iter().map(|(_, s)| s.allocation)),
                 used: sum(pool.shares.iter().map(|(_, s)| s.rate)),

@@ -43,6 +43,16 @@ pub enum DurationError {
 /// );
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let duration = parse_millis(text)?;
+    if !(MIN_INTERVAL..=MAX_INTERVAL).contains(&duration) {
+        return Err(DurationError::OutOfRange(text.to_owned()));
+    }
+    Ok(duration)
+}
+
+/// Reads a duration as [`parse_duration`] does, without its range: a whole number of
+/// milliseconds (0 included) up to about 30,000 years.
+pub fn parse_millis(text: &str) -> Result<Duration, DurationError> {
     let not_a_duration = || DurationError::NotADuration(text.to_owned());
     let number_len = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -73,11 +83,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         return Err(DurationError::NotWhole(text.to_owned()));
     }
     let ms = parse(whole) * unit_ms + fraction_ms / scale;
-    let duration = Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
-    if !(MIN_INTERVAL..=MAX_INTERVAL).contains(&duration) {
-        return Err(DurationError::OutOfRange(text.to_owned()));
-    }
-    Ok(duration)
+    Ok(Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)))
 }
 
 /// Writes a duration in the largest unit that is exact (`1m`, `2500ms`), which

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::duration::{format_duration, parse_duration};
 use super::job::{JobSpec, parse_limit};
-use super::pool::{FieldError, PoolSpec};
+use super::pool::{AutoSpec, FieldError, PoolSpec};
 use super::{AdminConfig, ConfigError, ControlConfig};
 
 #[derive(Deserialize)]
@@ -37,6 +37,19 @@ struct RawPool {
     algorithm: Spanned<String>,
     params: Option<Spanned<BTreeMap<String, toml::Value>>>,
     min_share: Option<Spanned<f64>>,
+    auto: Option<Spanned<RawAuto>>,
+}
+
+/// `auto = { … }` of a pool whose capacity is "auto".
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuto {
+    target_p99: String,
+    start: String,
+    min: Option<String>,
+    max: Option<String>,
+    step: Option<String>,
+    backoff: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -151,16 +164,44 @@ impl RawPool {
                 .collect::<Result<_, FieldError>>()?,
             None => BTreeMap::new(),
         };
-        PoolSpec::check(
+        let auto = self.auto.as_ref().map(Spanned::get_ref);
+        let capacity = match (self.capacity.get_ref().as_str(), auto) {
+            ("auto", Some(auto)) => auto.start.as_str(),
+            ("auto", None) => {
+                return Err(FieldError::new(
+                    "capacity",
+                    "\"auto\" needs its settings: auto = { target_p99 = \"5ms\", start = \"1k/s\" }",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(FieldError::new(
+                    "auto",
+                    "only for a pool whose capacity is \"auto\"",
+                ));
+            }
+            (capacity, None) => capacity,
+        };
+        let mut spec = PoolSpec::check(
             self.name.get_ref(),
             self.filter.as_ref().map_or("", |filter| filter.get_ref()),
-            self.capacity.get_ref(),
+            capacity,
             self.algorithm.get_ref(),
             params,
             self.min_share
                 .as_ref()
                 .map_or(PoolSpec::DEFAULT_MIN_SHARE, |share| *share.get_ref()),
-        )
+        )?;
+        if let Some(a) = auto {
+            spec.auto = Some(AutoSpec::check(
+                &spec.capacity,
+                &a.target_p99,
+                a.min.as_deref(),
+                a.max.as_deref(),
+                a.step.as_deref(),
+                a.backoff,
+            )?);
+        }
+        Ok(spec)
     }
 
     /// Where `field` is written, if it is.
@@ -172,6 +213,7 @@ impl RawPool {
             "algorithm" => Some(self.algorithm.span()),
             "params" => self.params.as_ref().map(Spanned::span),
             "min_share" => self.min_share.as_ref().map(Spanned::span),
+            "auto" => self.auto.as_ref().map(Spanned::span),
             _ => None,
         }
     }
@@ -262,7 +304,23 @@ pub(super) fn render(config: &ControlConfig) -> String {
         if !pool.filter.is_empty() {
             let _ = writeln!(out, "match = {}", quote(&pool.filter));
         }
-        let _ = writeln!(out, "capacity = {}", quote(&pool.capacity.to_string()));
+        match &pool.auto {
+            None => {
+                let _ = writeln!(out, "capacity = {}", quote(&pool.capacity.to_string()));
+            }
+            Some(a) => {
+                let _ = writeln!(
+                    out,
+                    "capacity = \"auto\"\nauto = {{ target_p99 = {}, start = {}, min = {}, max = {}, step = {}, backoff = {} }}",
+                    quote(&format_duration(a.target_p99)),
+                    quote(&pool.capacity.to_string()),
+                    quote(&a.min.to_string()),
+                    quote(&a.max.to_string()),
+                    quote(&a.step.to_string()),
+                    float(a.backoff)
+                );
+            }
+        }
         let _ = writeln!(out, "algorithm = {}", quote(&pool.algorithm));
         if !pool.params.is_empty() {
             // Parameter names are the algorithm's own, bare TOML keys all.

@@ -54,7 +54,7 @@ use sluice_core::rule::{Rate, Rule};
 pub use admin::{AdminError, AdminErrorKind};
 pub use duration::{DurationError, MAX_INTERVAL, MIN_INTERVAL, format_duration, parse_duration};
 pub use job::JobSpec;
-pub use pool::PoolSpec;
+pub use pool::{AutoSpec, PoolSpec};
 
 /// Everything the global controller (or a local one in single-node mode) is configured
 /// with; see the module documentation for the file format.

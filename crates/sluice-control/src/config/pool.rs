@@ -17,7 +17,8 @@ pub struct PoolSpec {
     /// The conditions a call meets to count against the pool, in normal form (as a rule
     /// prints them); empty for every call.
     pub filter: String,
-    /// What the pool can take per second, more than zero.
+    /// What the pool can take per second, more than zero; for an automatic pool, the
+    /// capacity it starts from.
     pub capacity: Rate,
     /// The algorithm dividing it, by its name in [`registry::ALGORITHMS`]; one that
     /// divides a single resource.
@@ -27,6 +28,88 @@ pub struct PoolSpec {
     pub params: BTreeMap<String, ParamValue>,
     /// The fraction of the capacity, in [0, 0.5], kept as a floor shared by all jobs.
     pub min_share: f64,
+    /// `capacity = "auto"`: the capacity is found from the latency of the pool's calls.
+    pub auto: Option<AutoSpec>,
+}
+
+/// How an automatic pool (`capacity = "auto"`) finds its capacity: see
+/// docs/control-plane.md, "Capacity found on its own".
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutoSpec {
+    /// The p99 latency of the pool's calls to keep.
+    pub target_p99: std::time::Duration,
+    /// The capacity never goes below this.
+    pub min: Rate,
+    /// Nor above this.
+    pub max: Rate,
+    /// Added each interval while the target holds and the jobs use what they get.
+    pub step: Rate,
+    /// The capacity is multiplied by this when the target is missed, in (0, 1).
+    pub backoff: f64,
+}
+
+impl AutoSpec {
+    /// The backoff of a pool that names none (TCP Reno halves; a file system's queue
+    /// empties faster than a network's, so a gentler cut settles sooner).
+    pub const DEFAULT_BACKOFF: f64 = 0.7;
+
+    /// Checks an automatic pool's settings against its `start` capacity; `None` fields
+    /// take their defaults: min a tenth of start, max a hundred times start, step a tenth
+    /// of start.
+    pub(super) fn check(
+        start: &Rate,
+        target_p99: &str,
+        min: Option<&str>,
+        max: Option<&str>,
+        step: Option<&str>,
+        backoff: Option<f64>,
+    ) -> Result<AutoSpec, FieldError> {
+        let target_p99 = super::duration::parse_millis(target_p99)
+            .map_err(|e| FieldError::new("auto", format_args!("target_p99: {e}")))?;
+        if target_p99.is_zero() {
+            return Err(FieldError::new("auto", "target_p99 must be more than zero"));
+        }
+        let rate = |key: &str, text: Option<&str>, default: u64| -> Result<Rate, FieldError> {
+            let Some(text) = text else {
+                return Ok(Rate {
+                    per_sec: default.max(1),
+                    ..*start
+                });
+            };
+            let r: Rate = text
+                .parse()
+                .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?;
+            if r.unit != start.unit || r.per_sec == 0 {
+                return Err(FieldError::new(
+                    "auto",
+                    format_args!(
+                        "{key} = {text:?}: a rate above zero counted as start ({start}) is"
+                    ),
+                ));
+            }
+            Ok(r)
+        };
+        let spec = AutoSpec {
+            target_p99,
+            min: rate("min", min, start.per_sec / 10)?,
+            max: rate("max", max, start.per_sec.saturating_mul(100))?,
+            step: rate("step", step, start.per_sec / 10)?,
+            backoff: backoff.unwrap_or(Self::DEFAULT_BACKOFF),
+        };
+        if spec.max.per_sec < spec.min.per_sec {
+            return Err(FieldError::new(
+                "auto",
+                format_args!("max ({}) is below min ({})", spec.max, spec.min),
+            ));
+        }
+        if !(spec.backoff > 0.0 && spec.backoff < 1.0) {
+            return Err(FieldError::new(
+                "auto",
+                format_args!("backoff = {}: must be in (0, 1)", spec.backoff),
+            ));
+        }
+        Ok(spec)
+    }
 }
 
 /// What is wrong with one field of an item; the caller names the item.
@@ -98,6 +181,12 @@ impl PoolSpec {
                 ),
             ));
         }
+        if capacity == "auto" {
+            return Err(FieldError::new(
+                "capacity",
+                "\"auto\" is set in the configuration file, with its auto = { … } settings",
+            ));
+        }
         let capacity_rate: Rate = capacity
             .parse()
             .map_err(|e| FieldError::new("capacity", e))?;
@@ -135,6 +224,7 @@ impl PoolSpec {
             algorithm: algorithm.to_owned(),
             params,
             min_share,
+            auto: None,
         };
         spec.build(&pool.policy_params())
             .map_err(|e| FieldError::named("params", e))?;

@@ -11,7 +11,7 @@ use sluice_core::bucket::Limit;
 use sluice_core::config::{Slotted, StageConfig};
 use sluice_core::observe::{Snapshot, Watched};
 use sluice_core::rule::{Rule, Unit, parse_rule};
-use sluice_core::segment::{MAX_POOLS, MAX_RULES};
+use sluice_core::segment::{Latency, MAX_POOLS, MAX_RULES};
 
 use crate::cluster::ChannelObs;
 use crate::segment_file::{SegmentFile, monotonic_ns, rule_limit};
@@ -237,28 +237,42 @@ impl LocalJob {
         self.pool_rates.insert(pool.to_owned(), rate);
     }
 
-    /// What the job did since the last call, per pool and per rule, per second; `None`
-    /// the first time (nothing to compare with yet).
-    pub fn observe(
-        &mut self,
-    ) -> Option<(BTreeMap<String, ChannelObs>, BTreeMap<String, ChannelObs>)> {
+    /// What the job did since the last call, per pool and per rule, per second, and the
+    /// latencies its pools sampled; `None` the first time (nothing to compare with yet).
+    pub fn observe(&mut self) -> Option<JobObs> {
         let watched: Vec<Watched> = self.watched.iter().map(|(_, w)| *w).collect();
         let now = Snapshot::take(self.segment.segment(), &watched, monotonic_ns());
         let prev = self.last.replace(now);
         let prev = prev?;
         let now = self.last.as_ref()?;
         let rates = now.rates_since(&prev, &watched);
-        let mut pools = BTreeMap::new();
-        let mut rules = BTreeMap::new();
-        for ((channel, _), r) in self.watched.iter().zip(rates) {
+        let mut seen = JobObs::default();
+        for (c, ((channel, _), r)) in self.watched.iter().zip(rates).enumerate() {
             let obs = ChannelObs::from(r);
             match channel {
-                Channel::Pool(name) => pools.insert(name.clone(), obs),
-                Channel::Rule(name) => rules.insert(name.clone(), obs),
-            };
+                Channel::Pool(name) => {
+                    seen.pools.insert(name.clone(), obs);
+                    seen.latency
+                        .insert(name.clone(), now.latency_since(&prev, c));
+                }
+                Channel::Rule(name) => {
+                    seen.rules.insert(name.clone(), obs);
+                }
+            }
         }
-        Some((pools, rules))
+        Some(seen)
     }
+}
+
+/// One job over one interval.
+#[derive(Default)]
+pub struct JobObs {
+    /// Per pool, per second.
+    pub pools: BTreeMap<String, ChannelObs>,
+    /// Per rule, per second.
+    pub rules: BTreeMap<String, ChannelObs>,
+    /// Per pool: the latencies of the real calls it admitted, sampled by the stage.
+    pub latency: BTreeMap<String, Latency>,
 }
 
 /// A rule's slot key: its name, else its text.

@@ -26,6 +26,8 @@ pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
 pub use uplink::run_uplink;
 
+use sluice_core::segment::Latency;
+
 use crate::cluster::{ChannelObs, NodeJob};
 use crate::coordinator::Coordinator;
 use crate::proto;
@@ -71,6 +73,9 @@ pub struct Observed {
     pub rules: BTreeMap<String, BTreeMap<String, ChannelObs>>,
     /// Jobs gone since the last report.
     pub ended: Vec<String>,
+    /// Per pool, over every job of the node: the latencies the stage sampled (for pools
+    /// whose capacity is found from their latency).
+    pub latency: BTreeMap<String, Latency>,
 }
 
 impl Local {
@@ -223,21 +228,26 @@ impl Local {
         self.cycle = cycle;
         let mut jobs = Vec::new();
         let mut rules = BTreeMap::new();
+        let mut latency = BTreeMap::<String, Latency>::new();
         for (id, job) in &mut self.jobs {
-            let (pools, job_rules) = job.observe().unwrap_or_default();
+            let seen = job.observe().unwrap_or_default();
+            for (pool, l) in &seen.latency {
+                latency.entry(pool.clone()).or_default().add(l);
+            }
             jobs.push(NodeJob {
                 job: id.clone(),
                 user: job.record.user.clone(),
                 nodes: job.record.nodes,
                 launchers: job.connected.max(job.record.launchers.len() as u32),
-                pools,
+                pools: seen.pools,
             });
-            rules.insert(id.clone(), job_rules);
+            rules.insert(id.clone(), seen.rules);
         }
         Observed {
             jobs,
             rules,
             ended: std::mem::take(&mut self.ended),
+            latency,
         }
     }
 
@@ -309,5 +319,11 @@ pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> p
             })
             .collect(),
         ended: o.ended,
+        latency: o
+            .latency
+            .into_iter()
+            .filter(|(_, l)| l.count() > 0)
+            .map(|(pool, l)| (pool, l.into()))
+            .collect(),
     }
 }

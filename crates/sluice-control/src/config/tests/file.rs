@@ -214,7 +214,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`"
+         `algorithm`, `params`, `min_share`, `auto`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
@@ -277,4 +277,71 @@ fn a_failed_save_leaves_everything_as_it_was() {
         .collect();
     assert_eq!(names, ["control.toml"]);
     assert_eq!(fs::read_to_string(target.join("inside")).unwrap(), "kept");
+}
+
+/// `capacity = "auto"`: read with its defaults, written back, and refused with one line
+/// where it is incomplete or contradicts itself.
+#[test]
+fn automatic_pools_are_read_written_and_checked() {
+    let text = "[[pool]]\nname = \"md\"\nmatch = \"class=metadata\"\ncapacity = \"auto\"\n\
+                algorithm = \"psfa\"\nauto = { target_p99 = \"5ms\", start = \"2k/s\" }\n";
+    let config = ControlConfig::parse(text).unwrap();
+    let pool = &config.pools[0];
+    assert_eq!(pool.capacity, Rate::ops(2_000));
+    let auto = pool.auto.as_ref().unwrap();
+    assert_eq!(auto.target_p99, Duration::from_millis(5));
+    assert_eq!(
+        (auto.min, auto.max, auto.step, auto.backoff),
+        (
+            Rate::ops(200),
+            Rate::ops(200_000),
+            Rate::ops(200),
+            crate::config::AutoSpec::DEFAULT_BACKOFF
+        )
+    );
+    let written = config.to_toml();
+    assert!(written.contains("capacity = \"auto\"\n"), "{written}");
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+
+    let auto_error = |auto: &str| {
+        pool_error(&format!(
+            "capacity = \"auto\"\nalgorithm = \"psfa\"\nauto = {{ {auto} }}"
+        ))
+    };
+    assert_eq!(
+        pool_error("capacity = \"auto\"\nalgorithm = \"psfa\""),
+        "config:3: pool[1] \"x\": capacity: \"auto\" needs its settings: \
+         auto = { target_p99 = \"5ms\", start = \"1k/s\" }"
+    );
+    assert_eq!(
+        pool_error(
+            "capacity = \"1k/s\"\nalgorithm = \"psfa\"\nauto = { target_p99 = \"5ms\", start = \"1k/s\" }"
+        ),
+        "config:5: pool[1] \"x\": auto: only for a pool whose capacity is \"auto\""
+    );
+    for (auto, why) in [
+        (
+            "target_p99 = \"0ms\", start = \"1k/s\"",
+            "target_p99 must be more than zero",
+        ),
+        ("target_p99 = \"5 ms\", start = \"1k/s\"", "target_p99:"),
+        (
+            "target_p99 = \"5ms\", start = \"1k/s\", max = \"1MiB/s\"",
+            "max = \"1MiB/s\": a rate above zero counted as start",
+        ),
+        (
+            "target_p99 = \"5ms\", start = \"1k/s\", min = \"2k/s\", max = \"1k/s\"",
+            "max (1k/s) is below min (2k/s)",
+        ),
+        (
+            "target_p99 = \"5ms\", start = \"1k/s\", backoff = 1.5",
+            "backoff = 1.5: must be in (0, 1)",
+        ),
+    ] {
+        let e = auto_error(auto);
+        assert!(
+            e.starts_with("config:5: pool[1] \"x\": auto: ") && e.contains(why),
+            "{auto}: {e}"
+        );
+    }
 }
