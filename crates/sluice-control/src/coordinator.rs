@@ -159,6 +159,7 @@ impl Coordinator {
             let setting = JobSetting {
                 limit: spec.limit.map(|l| l.per_sec as f64),
                 weight: spec.weight,
+                period_s: spec.period.map(|p| p.as_secs_f64()),
             };
             self.cluster
                 .set_job(&spec.job, spec.pool.as_deref(), setting)?;

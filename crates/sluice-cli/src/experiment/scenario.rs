@@ -242,6 +242,10 @@ pub struct Setup {
     /// it names none).
     #[serde(default)]
     pub limits: BTreeMap<String, String>,
+    /// Jobs' I/O periods given to the controller in this set-up (`"19.2s"`), by job
+    /// name: SET-10 with known periods, or with an error injected into them.
+    #[serde(default)]
+    pub periods: BTreeMap<String, String>,
     /// Skip the set-up, saying so, when its algorithm is not in this build (one being
     /// written elsewhere).
     #[serde(default)]
@@ -401,6 +405,16 @@ impl Scenario {
                     .parse::<Rate>()
                     .map_err(|e| anyhow::anyhow!("setup {}: limits.{job}: {e}", s.name))?;
             }
+            for (job, period) in &s.periods {
+                if !self.jobs.iter().any(|j| &j.name == job) {
+                    bail!("setup {}: periods: no job is named {job:?}", s.name);
+                }
+                match sluice_control::config::parse_millis(period) {
+                    Ok(p) if !p.is_zero() => {}
+                    Ok(_) => bail!("setup {}: periods.{job}: must be more than zero", s.name),
+                    Err(e) => bail!("setup {}: periods.{job}: {e}", s.name),
+                }
+            }
         }
         if let Some([a, b]) = self.metrics.window
             && !(at_least_zero(a) && b > a && b.is_finite())
@@ -466,6 +480,9 @@ impl Scenario {
             );
             if let Some(limit) = self.limit(setup, i) {
                 c += &format!("limit = \"{limit}\"\n");
+            }
+            if let Some(period) = setup.periods.get(&j.name) {
+                c += &format!("period = \"{period}\"\n");
             }
         }
         c

@@ -142,7 +142,7 @@ impl<'a> Context<'a> {
                     arrivals: g.demand,
                     weight: Some(share.weight),
                     nodes: Some(job.size),
-                    period_s: None,
+                    period_s: setting.period_s,
                 };
                 set_observation(&mut pool.observations, count, job.name, observation);
                 members.push(j);

@@ -35,7 +35,8 @@
 //! `limit` = its setting, else that same demand (with no reservation, the job's
 //! estimated unthrottled demand stands in for PSFA's and PSharing's `demandᵢ`),
 //! `weight` = its setting, else its node count, `nodes` = the node count the launchers
-//! reported (the largest), else the number of nodes it is placed on; no `period_s`.
+//! reported (the largest), else the number of nodes it is placed on; `period_s` = its
+//! setting (`period` in the configuration), else none (`set10` then detects it).
 //! A setting for one pool beats the job's setting for every pool, field by field.
 //!
 //! `static`, and `uniform` with a fixed rate, may hand out more than they are given:
@@ -205,6 +206,8 @@ pub struct JobSetting {
     pub limit: Option<f64>,
     /// Priority weight (> 0).
     pub weight: Option<f64>,
+    /// The job's I/O period in seconds (> 0), when the administrator knows it.
+    pub period_s: Option<f64>,
 }
 
 /// The controller's knobs.

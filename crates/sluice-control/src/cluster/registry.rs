@@ -97,6 +97,12 @@ impl Cluster {
         if setting.weight.is_some_and(|w| !(w.is_finite() && w > 0.0)) {
             return Err(bad("weight", Problem::NotPositive));
         }
+        if setting
+            .period_s
+            .is_some_and(|p| !(p.is_finite() && p > 0.0))
+        {
+            return Err(bad("period", Problem::NotPositive));
+        }
         let settings = self.settings.entry(job.to_owned()).or_default();
         match pool {
             None => settings.all = setting,
@@ -289,5 +295,6 @@ pub(super) fn effective(
     JobSetting {
         limit: one.limit.or(settings.all.limit),
         weight: one.weight.or(settings.all.weight),
+        period_s: one.period_s.or(settings.all.period_s),
     }
 }

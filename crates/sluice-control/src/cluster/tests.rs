@@ -162,7 +162,11 @@ fn only_changes_are_pushed() {
 #[test]
 fn settings_reach_the_algorithm_per_pool_first() {
     let mut c = cluster(vec![plan("md", "psfa", 0.2), plan("bw", "psfa", 0.2)]);
-    let set = |limit, weight| JobSetting { limit, weight };
+    let set = |limit, weight| JobSetting {
+        limit,
+        weight,
+        period_s: None,
+    };
     c.set_job("j1", None, set(Some(1_000.0), Some(3.0)))
         .expect("valid");
     c.set_job("j1", Some("md"), set(Some(4_000.0), None))

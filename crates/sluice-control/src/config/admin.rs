@@ -162,6 +162,7 @@ impl ControlConfig {
                 pool: pool.map(str::to_owned),
                 limit: None,
                 weight: None,
+                period: None,
             },
         };
         let item = job_item(&spec);

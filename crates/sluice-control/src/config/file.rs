@@ -9,7 +9,7 @@ use sluice_core::rule::parse_rule;
 use sluice_policy::ParamValue;
 use toml::Spanned;
 
-use super::duration::{format_duration, parse_duration};
+use super::duration::{format_duration, parse_duration, parse_millis};
 use super::job::{JobSpec, parse_limit};
 use super::pool::{AutoSpec, FieldError, PoolSpec};
 use super::{AdminConfig, ConfigError, ControlConfig};
@@ -65,6 +65,7 @@ struct RawJob {
     pool: Option<Spanned<String>>,
     limit: Option<Spanned<String>>,
     weight: Option<Spanned<f64>>,
+    period: Option<Spanned<String>>,
 }
 
 /// Reads and checks a configuration; `file` names it in errors.
@@ -242,6 +243,12 @@ impl RawJob {
                 None => None,
             },
             weight: self.weight.as_ref().map(|weight| *weight.get_ref()),
+            period: match &self.period {
+                Some(period) => {
+                    Some(parse_millis(period.get_ref()).map_err(|e| FieldError::new("period", e))?)
+                }
+                None => None,
+            },
         };
         spec.check(pools)?;
         Ok(spec)
@@ -254,6 +261,7 @@ impl RawJob {
             "pool" => self.pool.as_ref().map(Spanned::span),
             "limit" => self.limit.as_ref().map(Spanned::span),
             "weight" => self.weight.as_ref().map(Spanned::span),
+            "period" => self.period.as_ref().map(Spanned::span),
             _ => None,
         }
     }
@@ -349,6 +357,9 @@ pub(super) fn render(config: &ControlConfig) -> String {
         }
         if let Some(weight) = job.weight {
             let _ = writeln!(out, "weight = {}", float(weight));
+        }
+        if let Some(period) = job.period {
+            let _ = writeln!(out, "period = {}", quote(&format_duration(period)));
         }
     }
     out

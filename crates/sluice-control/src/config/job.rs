@@ -17,6 +17,9 @@ pub struct JobSpec {
     pub limit: Option<Rate>,
     /// The job's weight, a finite number above zero.
     pub weight: Option<f64>,
+    /// The job's I/O period when known (`set10` places it by it instead of detecting
+    /// it), more than zero.
+    pub period: Option<std::time::Duration>,
 }
 
 impl JobSpec {
@@ -60,8 +63,13 @@ impl JobSpec {
         {
             return Err(FieldError::new("weight", Problem::NotPositive));
         }
-        if self.limit.is_none() && self.weight.is_none() {
-            return Err(FieldError::whole("expected a limit or a weight (or both)"));
+        if self.period.is_some_and(|p| p.is_zero()) {
+            return Err(FieldError::new("period", "must be more than zero"));
+        }
+        if self.limit.is_none() && self.weight.is_none() && self.period.is_none() {
+            return Err(FieldError::whole(
+                "expected a limit, a weight or a period (or several)",
+            ));
         }
         Ok(())
     }

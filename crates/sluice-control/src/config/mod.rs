@@ -52,7 +52,9 @@ use serde::Deserialize;
 use sluice_core::rule::{Rate, Rule};
 
 pub use admin::{AdminError, AdminErrorKind};
-pub use duration::{DurationError, MAX_INTERVAL, MIN_INTERVAL, format_duration, parse_duration};
+pub use duration::{
+    DurationError, MAX_INTERVAL, MIN_INTERVAL, format_duration, parse_duration, parse_millis,
+};
 pub use job::JobSpec;
 pub use pool::{AutoSpec, PoolSpec};
 

@@ -210,7 +210,7 @@ fn job_set_refuses_without_changing_anything() {
     );
     assert_eq!(
         invalid(|c| c.job_set("9", None, None, None)),
-        "job \"9\": expected a limit or a weight (or both)"
+        "job \"9\": expected a limit, a weight or a period (or several)"
     );
 }
 

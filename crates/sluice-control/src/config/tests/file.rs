@@ -189,7 +189,7 @@ fn other_errors_are_placed_too() {
         ),
         (
             "[[job]]\njob = \"7\"",
-            "config:1: job[1] \"7\": expected a limit or a weight (or both)",
+            "config:1: job[1] \"7\": expected a limit, a weight or a period (or several)",
         ),
         (
             "[[job]]\njob = \"7\"\nweight = 1\n[[job]]\njob = \"7\"\nweight = 2",
@@ -344,4 +344,17 @@ fn automatic_pools_are_read_written_and_checked() {
             "{auto}: {e}"
         );
     }
+}
+
+/// A job's known I/O period: read, written back, and refused at zero.
+#[test]
+fn a_job_period_is_read_and_written() {
+    let config = ControlConfig::parse("[[job]]\njob = \"7\"\nperiod = \"1.5s\"\n").unwrap();
+    assert_eq!(config.jobs[0].period, Some(Duration::from_millis(1_500)));
+    let written = config.to_toml();
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    assert_eq!(
+        error("[[job]]\njob = \"7\"\nperiod = \"0s\"\n"),
+        "config:3: job[1] \"7\": period: must be more than zero"
+    );
 }
