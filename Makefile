@@ -44,11 +44,13 @@ bench: build
 	@bash tests/bench/stdio.sh
 	@$(BIN) bench alloc
 
-## The published experiments, reproduced (docs/experiments.md): every scenario under
-## experiments/scenarios/, its figures written beside it under experiments/NAME/. The
-## bandwidth ones (sdqos-*, iosets, adaptbf-*: about 10 minutes) make a throttled
-## loop-device file system and need root; AdapTBF's run last.
+## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
+## stepped with `sluice rule change`, about 5.5 minutes: experiments/fig6/), then every
+## scenario under experiments/scenarios/, its figures written beside it under
+## experiments/NAME/. The bandwidth ones (sdqos-*, iosets, adaptbf-*: about 10 minutes)
+## make a throttled loop-device file system and need root; AdapTBF's run last.
 experiments: build
+	@bash experiments/fig6/run.sh
 	@for s in $(filter-out experiments/scenarios/adaptbf-%,$(wildcard experiments/scenarios/*.toml)) \
 		$(wildcard experiments/scenarios/adaptbf-*.toml); do \
 		$(BIN) experiment run $$s || exit 1; done
