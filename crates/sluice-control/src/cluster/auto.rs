@@ -26,8 +26,10 @@ pub struct AutoCapacity {
 /// Samples below which an interval's p99 says too little to act on: the capacity holds.
 pub const MIN_SAMPLES: u64 = 20;
 
-/// A pool is busy when its jobs used at least this fraction of its capacity: only then
-/// does a held target say the capacity could be higher.
+/// A pool is busy when its jobs asked for at least this fraction of its capacity (their
+/// demand, which counts what the pool held back): only then does a held target say the
+/// capacity could be higher. Demand rather than use: a job starved by a slow server uses
+/// little, and use alone would keep a capacity cut to its floor there for good.
 pub const BUSY: f64 = 0.9;
 
 /// Intervals after a cut before another: the cut's effect shows in the next interval's
@@ -58,8 +60,8 @@ impl AutoState {
     }
 
     /// Moves the capacity after `cycle`, given the latencies sampled over the interval
-    /// and what the pool's jobs used (units per second).
-    pub fn update(&mut self, spec: &AutoCapacity, cycle: u64, latency: &Latency, used: f64) {
+    /// and what the pool's jobs asked for (units per second).
+    pub fn update(&mut self, spec: &AutoCapacity, cycle: u64, latency: &Latency, asked: f64) {
         self.samples = latency.count();
         self.p99_s = (self.samples >= MIN_SAMPLES)
             .then(|| quantile_ns(latency, 0.99))
@@ -73,7 +75,7 @@ impl AutoState {
                 self.capacity = (self.capacity * spec.backoff).max(spec.min);
                 self.cut_at = Some(cycle);
             }
-        } else if used >= BUSY * self.capacity {
+        } else if asked >= BUSY * self.capacity {
             self.capacity = (self.capacity + spec.step).min(spec.max);
         }
     }

@@ -233,27 +233,27 @@ impl Cluster {
     }
 
     /// Moves each automatic pool's capacity by the latencies its calls showed since the
-    /// last compute on the connected nodes and by what its jobs used there; the samples
-    /// are consumed.
+    /// last compute on the connected nodes and by what its jobs asked for there (their
+    /// demand, held back or not); the samples are consumed.
     fn find_capacities(&mut self, cycle: u64) {
         for (name, pool) in &mut self.pools {
             let (Some(spec), Some(state)) = (&pool.plan.auto, &mut pool.auto) else {
                 continue;
             };
             let mut latency = Latency::default();
-            let mut used = 0.0;
+            let mut asked = 0.0;
             for node in self.nodes.values().filter(|n| n.down_since.is_none()) {
                 if let Some(l) = node.latency.get(name) {
                     latency.add(l);
                 }
-                used += node
+                asked += node
                     .jobs
                     .values()
                     .filter_map(|p| p.pools.get(name))
-                    .map(|o| o.admitted)
+                    .map(demand)
                     .sum::<f64>();
             }
-            state.update(spec, cycle, &latency, used);
+            state.update(spec, cycle, &latency, asked);
         }
         for node in self.nodes.values_mut() {
             node.latency.clear();
