@@ -110,6 +110,10 @@ pub struct Spec {
     pub requires: &'static [JobField],
     /// Whether it divides a metadata rate and a bandwidth together (`{ops, bytes}`).
     pub two_resources: bool,
+    /// Whether a job's `limit` is a guarantee (a reservation) rather than its demand: a
+    /// controller then gives a job whose administrator set no limit 0 (it shares what the
+    /// reservations leave), not its estimated demand, which would reserve it all it asks.
+    pub limit_is_guarantee: bool,
     /// Its own parameters (besides [`INTERVAL_S`]).
     pub params: &'static [ParamSpec],
     build: fn(&Params) -> Result<Policy, PolicyError>,
@@ -153,6 +157,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "each job gets its limit",
         requires: &[JobField::Limit],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(StaticLimits),
     },
@@ -161,6 +166,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "the same rate for every active job",
         requires: &[],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[ParamSpec {
             name: "rate",
             default: "capacity / active jobs",
@@ -173,6 +179,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "fixed shares by weight, no redistribution",
         requires: &[],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(Priority),
     },
@@ -181,6 +188,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "max-min fair share with limits as reservations, leftover by limit",
         requires: &[JobField::Limit],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(ProportionalSharing),
     },
@@ -189,6 +197,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "PADLL's proportional sharing without false allocation",
         requires: &[JobField::Limit, JobField::Usage],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[ParamSpec {
             name: "epsilon",
             default: "0.25",
@@ -205,6 +214,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "AdapTBF as published: node shares, surplus to all, lenders paid back",
         requires: &[JobField::Arrivals],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(AdapTbf::new()),
     },
@@ -213,6 +223,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "AdapTBF variant: lends only what borrowers need, pays back what lenders lack",
         requires: &[JobField::Arrivals],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(AdapTbfNeed::new()),
     },
@@ -221,6 +232,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
         requires: &[JobField::Arrivals],
         two_resources: false,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(Set10::new()),
     },
@@ -229,6 +241,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
         requires: &[JobField::Limit, JobField::Arrivals],
         two_resources: false,
+        limit_is_guarantee: true,
         params: &[ParamSpec {
             name: "work_conserving",
             default: "true",
@@ -245,6 +258,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         summary: "dominant resource fairness over metadata ops/s and bytes/s together",
         requires: &[JobField::Arrivals],
         two_resources: true,
+        limit_is_guarantee: false,
         params: &[],
         build: |_| Ok(Policy::OpsBytes(Box::new(Drf))),
     },

@@ -99,6 +99,10 @@ impl<'a> Context<'a> {
     /// `fresh` (by entry, `NaN` where no rate is pushed).
     fn run(&self, name: &str, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
         forget_gone(pool, &self.jobs);
+        // Under an algorithm that guarantees limits, a job nobody gave one reserves
+        // nothing; elsewhere its demand stands in for PSFA's and PSharing's demandᵢ.
+        let guarantees = sluice_policy::registry::find(&pool.plan.algorithm)
+            .is_ok_and(|spec| spec.limit_is_guarantee);
         pool.shares.truncate(self.jobs.len());
         let mut held_total = 0.0;
         // By observation: the job it is of.
@@ -131,7 +135,9 @@ impl<'a> Context<'a> {
                 demand: g.all_demand,
                 arrivals: g.all_arrivals,
                 wait: g.all_wait,
-                limit: setting.limit.unwrap_or(g.demand),
+                limit: setting
+                    .limit
+                    .unwrap_or(if guarantees { 0.0 } else { g.demand }),
                 weight: setting.weight.unwrap_or(f64::from(job.size)),
             };
             if g.connected > 0 {

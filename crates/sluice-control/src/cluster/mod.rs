@@ -33,7 +33,9 @@
 //! `arrivals = Σ max(demand, arrivals)` (what the job asked for is a lower bound of what
 //! it would have asked for unthrottled, so a low estimate cannot hide real arrivals),
 //! `limit` = its setting, else that same demand (with no reservation, the job's
-//! estimated unthrottled demand stands in for PSFA's and PSharing's `demandᵢ`),
+//! estimated unthrottled demand stands in for PSFA's and PSharing's `demandᵢ`), or 0
+//! under an algorithm whose limits are guarantees (`reservations`: a job nobody gave a
+//! reservation shares what the reservations leave),
 //! `weight` = its setting, else its node count, `nodes` = the node count the launchers
 //! reported (the largest), else the number of nodes it is placed on; `period_s` = its
 //! setting (`period` in the configuration), else none (`set10` then detects it).

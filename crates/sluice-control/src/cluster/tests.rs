@@ -303,3 +303,35 @@ fn an_automatic_pool_follows_the_latency_its_nodes_report() {
     c.compute(4, 1.0).unwrap();
     assert_eq!(capacity(&c), CAPACITY);
 }
+
+/// Under `reservations`, a job nobody gave a limit reserves nothing: the reserved job
+/// gets its reservation, the others share what is left (with demand standing in for a
+/// missing limit, their large demand would have scaled every reservation down).
+#[test]
+fn under_reservations_a_job_without_a_limit_reserves_nothing() {
+    let mut c = cluster(vec![plan("md", "reservations", 0.0)]);
+    c.set_job(
+        "victim",
+        Some("md"),
+        JobSetting {
+            limit: Some(6_000.0),
+            ..JobSetting::default()
+        },
+    )
+    .unwrap();
+    c.report("n1", 1, true, vec![job("victim", 6_000.0, 2_000.0)], vec![]);
+    c.report(
+        "n2",
+        1,
+        true,
+        vec![job("aggressor", 500_000.0, 4_000.0)],
+        vec![],
+    );
+    c.compute(1, 1.0).unwrap();
+    assert!(
+        allocation(&c, "victim") >= 6_000.0 - 1e-6,
+        "{}",
+        allocation(&c, "victim")
+    );
+    assert!(allocation(&c, "aggressor") <= 4_000.0 + 1e-6);
+}
