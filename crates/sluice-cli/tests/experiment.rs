@@ -195,3 +195,101 @@ fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::P
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     out
 }
+
+/// Real programs as jobs: a shell loop creating and deleting files (its directory made
+/// by its `setup`), and `sluice load` itself through `{sluice}`, under a 400-calls/s pool.
+const COMMANDS: &str = r#"
+name = "commands"
+interval = "200ms"
+timeout = 60
+
+[pool]
+name = "md"
+match = "class=metadata"
+capacity = "400/s"
+
+[[job]]
+name = "touch"
+limit = "200/s"
+[job.workload]
+kind = "command"
+setup = ["mkdir", "{dir}/t"]
+argv = ["sh", "-c", "for i in $(seq 300); do : > t/f$i; done; rm -f {dir}/t/f*"]
+
+[[job]]
+name = "stat"
+start = 0.5
+limit = "200/s"
+[job.workload]
+kind = "command"
+argv = ["{sluice}", "load", "--dir", "{dir}", "--ops", "getattr", "--count", "400"]
+
+[[setup]]
+name = "Baseline"
+algorithm = "none"
+
+[[setup]]
+name = "PSFA"
+algorithm = "psfa"
+"#;
+
+#[test]
+fn command_jobs_are_timed_counted_and_held_to_the_pool() {
+    let dir = tmp_dir();
+    let out = run_scenario(&dir, "commands.toml", COMMANDS);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    eprintln!("{summary:#}");
+    let setups = summary["setups"].as_array().unwrap();
+    let (base, psfa) = (&setups[0], &setups[1]);
+    let completion = |m: &Value, k: usize| m["completion"][k][1].as_f64().unwrap();
+    // Each program's run is timed: bare in a fraction of a second, held by the pool
+    // (≈ 1,300 calls at 400/s) for seconds.
+    assert!(completion(base, 0) < 2.0, "{base}");
+    assert!(completion(psfa, 0) > 2.0, "{psfa}");
+    assert!(completion(psfa, 0) > completion(base, 0) * 2.0);
+    assert!(completion(psfa, 1) > 0.5, "{psfa}");
+    // Counted by the stage in both: 300 creations (open, close), 300 unlinks, 400
+    // getattrs at least, the same in both set-ups.
+    let total = |m: &Value| m["total_calls"].as_f64().unwrap();
+    assert!(total(base) >= 1300.0, "{base}");
+    assert!((total(base) - total(psfa)).abs() <= total(base) * 0.01);
+    assert!(
+        base["seconds_over_capacity"].as_u64().unwrap() > 0,
+        "{base}"
+    );
+    assert_eq!(psfa["seconds_over_capacity"], 0, "{psfa}");
+    let csv = std::fs::read_to_string(out.join("PSFA.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("2,touch,")), "{csv}");
+
+    // A program that fails fails its set-up, with its standard error's tail.
+    for (what, job) in [
+        ("argv", r#"argv = ["sh", "-c", "echo boom >&2; exit 3"]"#),
+        (
+            "setup",
+            "setup = [\"sh\", \"-c\", \"echo boom >&2; exit 3\"]\nargv = [\"true\"]",
+        ),
+    ] {
+        let scenario = dir.path().join("fails.toml");
+        let text = format!(
+            "name = \"fails\"\ntimeout = 20\n[pool]\nname = \"md\"\nmatch = \"class=metadata\"\n\
+             capacity = \"1k/s\"\n[[job]]\nname = \"f\"\n[job.workload]\nkind = \"command\"\n\
+             {job}\n[[setup]]\nname = \"Baseline\"\nalgorithm = \"none\"\n"
+        );
+        std::fs::write(&scenario, text).unwrap();
+        let o = Command::new(sluice_bin())
+            .env("SLUICE_STAGE", common::stage_lib())
+            .args(["experiment", "run"])
+            .arg(&scenario)
+            .arg("--out")
+            .arg(dir.path().join("fails"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{what}: {err}");
+        assert!(
+            err.contains("boom") && err.contains("job f"),
+            "{what}: {err}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! `sluice experiment`: a scenario's set-ups run one after another with the real control
 //! plane and real processes under the stage, then measured and compared.
 
+mod command;
 mod fs;
 mod iosets;
 mod run;
@@ -17,7 +18,8 @@ use anyhow::Result;
 pub enum ExperimentCmd {
     /// Run every set-up of a scenario (TOML; docs/experiments.md): for each, a local
     /// controller with the pool and the set-up's algorithm (none for `none`), and each
-    /// job's replayer processes arriving at their times under `sluice run`. Writes
+    /// job's processes (trace replayers, data writers, real programs) arriving at their
+    /// times under `sluice run`. Writes
     /// OUT/SETUP.csv (each job's calls and allocation per second), OUT/SETUP.png (the
     /// timeline against the pool's capacity), OUT/summary.json and OUT/summary.md
     /// (completion time per job, makespan, seconds over capacity, Jain's index, total).
@@ -28,6 +30,10 @@ pub enum ExperimentCmd {
     /// as its workload says, each second's bytes and each stretch of I/O to CSV.
     #[command(hide = true)]
     Data(worker::DataArgs),
+    /// A command job's program (started by `run`, under the stage): runs it, and writes
+    /// the calls the stage admitted for the job each second and the program's run.
+    #[command(hide = true)]
+    Command(command::CommandArgs),
 }
 
 /// `sluice experiment run`.
@@ -58,6 +64,7 @@ impl ExperimentCmd {
             ExperimentCmd::Run(a) => run::run(&a.scenario, a.out.as_deref(), &a.setups),
             ExperimentCmd::Compare(a) => summary::compare(&a.dirs),
             ExperimentCmd::Data(a) => a.run(),
+            ExperimentCmd::Command(a) => a.run(),
         }
     }
 }

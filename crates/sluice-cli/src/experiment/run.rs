@@ -1,6 +1,6 @@
 //! Running a scenario's set-ups: one local controller per controlled set-up, each job's
-//! processes (trace replayers, data writers and readers) started at their times, the
-//! allocations sampled every second, and every process's figures read back.
+//! processes (trace replayers, data writers and readers, real programs) started at their
+//! times, the allocations sampled every second, and every process's figures read back.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt as _;
@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use sluice_core::rule::Rate;
 use sluice_workload::synth::{SynthSpec, synth};
 
 use super::fs::LoopFs;
@@ -154,23 +155,104 @@ struct Unit {
     job: usize,
     /// Its per-second CSV.
     csv: PathBuf,
-    /// A data part's phases CSV; `None` for a trace replayer.
-    phases: Option<PathBuf>,
+    /// What it records besides.
+    kind: Records,
     /// When it was started, s from the set-up's start.
     at: f64,
 }
 
+/// What a process records: a trace replayer's seconds are its own (`second,op,due,done,
+/// backlog`); a data process's and a command's are the epoch's (`unix_s,amount`).
+enum Records {
+    /// A trace replayer.
+    Replay,
+    /// A data process, with its phases CSV.
+    Data(PathBuf),
+    /// A command, with its run's times (`start,end,status`).
+    Command(PathBuf),
+}
+
+/// A command job's directory: `{dir}` in its argv and set-up.
+fn job_dir(p: &Paths<'_>, job: &Job) -> PathBuf {
+    p.data.join(&job.name)
+}
+
+/// `argv` with `{dir}` and `{sluice}` replaced.
+fn expand(argv: &[String], dir: &Path, me: &Path) -> Vec<String> {
+    argv.iter()
+        .map(|a| {
+            a.replace("{dir}", &dir.display().to_string())
+                .replace("{sluice}", &me.display().to_string())
+        })
+        .collect()
+}
+
+/// The last lines of a process's standard error, for a failure's message.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let from = lines.len().saturating_sub(15);
+    let mut t = lines[from..].join("\n");
+    if t.len() > 2000 {
+        let mut cut = t.len() - 2000;
+        while !t.is_char_boundary(cut) {
+            cut += 1;
+        }
+        t = format!("…{}", &t[cut..]);
+    }
+    t
+}
+
+/// Runs every command job's set-up, one after another, before the set-up's clock starts:
+/// bare (outside the stage), in the job's directory, not timed.
+fn prepare(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<()> {
+    for job in &sc.jobs {
+        for part in job.workload.list() {
+            let Workload::Command { setup: argv, .. } = part else {
+                continue;
+            };
+            let dir = job_dir(p, job);
+            std::fs::create_dir_all(&dir)?;
+            if argv.is_empty() {
+                continue;
+            }
+            let argv = expand(argv, &dir, p.me);
+            let o = Command::new(&argv[0])
+                .args(&argv[1..])
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .output()
+                .with_context(|| format!("job {}: cannot run its setup {:?}", job.name, argv[0]))?;
+            if !o.status.success() {
+                bail!(
+                    "{}: the setup of job {} failed ({}): {}",
+                    setup.name,
+                    job.name,
+                    o.status,
+                    tail(&String::from_utf8_lossy(&o.stderr))
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The command of one process of a part: what it runs, bare (the caller puts it under
-/// `sluice run` when the set-up is controlled). Returns the command and its phases CSV.
+/// `sluice run` when the set-up is controlled, and a command part always). Returns the
+/// command and what it records besides its per-second CSV. `clock`: the set-up's start,
+/// in seconds since the epoch.
 fn command(
     sc: &Scenario,
     job: &Job,
     part: &Workload,
     name: &str,
     p: &Paths<'_>,
-) -> Result<(Vec<std::ffi::OsString>, Option<PathBuf>)> {
+    clock: f64,
+) -> Result<(Vec<std::ffi::OsString>, Records)> {
+    // A process's own directory; a command's is its job's (`job_dir`).
     let dir = p.data.join(name);
-    std::fs::create_dir_all(&dir)?;
+    if !matches!(part, Workload::Command { .. }) {
+        std::fs::create_dir_all(&dir)?;
+    }
     let csv = p.work.join(format!("{name}.csv"));
     let mut args: Vec<std::ffi::OsString> = vec![p.me.into()];
     match part {
@@ -179,7 +261,20 @@ fn command(
             args.extend(["replay".into(), p.trace.into(), "--dir".into(), dir.into()]);
             args.extend(["--scale".into(), scale.to_string().into(), "--csv".into()]);
             args.push(csv.into());
-            Ok((args, None))
+            Ok((args, Records::Replay))
+        }
+        Workload::Command { argv, .. } => {
+            // The program runs in the job's directory (made by `prepare`), counted by
+            // `sluice experiment command` from the stage's counters.
+            let dir = job_dir(p, job);
+            let times = p.work.join(format!("{name}.times.csv"));
+            args.extend(["experiment".into(), "command".into(), "--csv".into()]);
+            args.extend([csv.into(), "--times".into(), times.clone().into()]);
+            args.extend(["--dir".into(), dir.clone().into(), "--clock".into()]);
+            // Its calls are counted in the set-up's whole seconds.
+            args.extend([format!("{clock:.6}").into(), "--".into()]);
+            args.extend(expand(argv, &dir, p.me).into_iter().map(Into::into));
+            Ok((args, Records::Command(times)))
         }
         Workload::Continuous { .. } | Workload::Bursty { .. } | Workload::Periodic { .. } => {
             let phases = p.work.join(format!("{name}.phases.csv"));
@@ -207,7 +302,7 @@ fn command(
             if p.direct {
                 args.push("--direct".into());
             }
-            Ok((args, Some(phases)))
+            Ok((args, Records::Data(phases)))
         }
     }
 }
@@ -215,6 +310,7 @@ fn command(
 fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     let (me, work) = (p.me, p.work);
     let controlled = setup.algorithm != "none";
+    prepare(sc, setup, p)?;
     let socket = work.join("local.sock");
     let mut local = Reaper(Vec::new());
     if controlled {
@@ -269,7 +365,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                 started[i][k] = true;
                 for n in 0..job.processes {
                     let name = format!("{}-{k}-{n}", job.name);
-                    let (args, phases) = command(sc, job, part, &name, p)?;
+                    let (args, kind) = command(sc, job, part, &name, p, start_unix)?;
                     let err = std::fs::File::create(work.join(format!("{name}.err")))?;
                     let mut cmd = Command::new(me);
                     if controlled {
@@ -285,6 +381,21 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                             // manager's environment: AdapTBF's priority.
                             cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
                         }
+                    } else if matches!(part, Workload::Command { .. }) {
+                        // Uncontrolled, a program still runs under the stage, standalone,
+                        // with one rule of the pool's filter that never holds (1000 times
+                        // the capacity): its calls are counted as a controlled set-up's
+                        // pool counts them, at the same cost per call.
+                        let never = Rate {
+                            per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
+                            unit: sc.pool.capacity.unit,
+                        };
+                        cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
+                            .arg(p.data)
+                            .arg("--rule")
+                            .arg(format!("{} rate={never}", sc.pool.matches))
+                            .arg("--")
+                            .args(&args);
                     } else {
                         cmd.args(&args[1..]);
                     }
@@ -300,7 +411,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                     units.push(Unit {
                         job: i,
                         csv: work.join(format!("{name}.csv")),
-                        phases,
+                        kind,
                         at: now.as_secs_f64(),
                     });
                 }
@@ -322,7 +433,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                             "{}: a process of job {} failed ({status}): {}",
                             setup.name,
                             sc.jobs[i].name,
-                            std::fs::read_to_string(err).unwrap_or_default().trim()
+                            tail(&std::fs::read_to_string(err).unwrap_or_default())
                         );
                     }
                     Some(_) => {}
@@ -357,6 +468,24 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
         );
     }
     let (calls, phases) = collect(&units, start_unix);
+    // A command job's completion is its program's own run time, from its start to its
+    // exit, as the program's wrapper measured it (without the launcher's start-up).
+    for u in &units {
+        if let (Records::Command(times), Some(end)) = (&u.kind, &mut ended[u.job]) {
+            let took = std::fs::read_to_string(times).ok().and_then(|t| {
+                let f: Vec<f64> = t
+                    .lines()
+                    .nth(1)?
+                    .split(',')
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                Some(f.get(1)? - f.first()?)
+            });
+            if let Some(took) = took {
+                *end = sc.jobs[u.job].start.as_secs_f64() + took;
+            }
+        }
+    }
     Ok(Outcome {
         setup: setup.name.clone(),
         algorithm: setup.algorithm.clone(),
@@ -394,14 +523,19 @@ fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec
             let f: Vec<&str> = line.split(',').collect();
             let number = |k: usize| f.get(k).and_then(|x| x.parse::<f64>().ok());
             // A replayer's line: second,op,due,done,backlog, its seconds from its own
-            // start; a data process's: unix_s,bytes.
-            let (at, amount) = match unit.phases {
-                None => match (number(0), number(3)) {
+            // start; a data process's: unix_s,bytes; a command's: unix_s,calls.
+            let (at, amount) = match unit.kind {
+                Records::Replay => match (number(0), number(3)) {
                     (Some(s), Some(done)) => (unit.at + s, done),
                     _ => continue,
                 },
-                Some(_) => match (number(0), number(1)) {
+                Records::Data(_) => match (number(0), number(1)) {
                     (Some(t), Some(bytes)) => (t - start_unix, bytes),
+                    _ => continue,
+                },
+                // A command's rows are the set-up's own whole seconds (see `command`).
+                Records::Command(_) => match (number(0), number(1)) {
+                    (Some(t), Some(calls)) => ((t - start_unix).round(), calls),
                     _ => continue,
                 },
             };
@@ -409,7 +543,9 @@ fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec
                 .entry((unit.job, at.max(0.0).floor() as u64))
                 .or_default() += amount;
         }
-        let Some(path) = &unit.phases else { continue };
+        let Records::Data(path) = &unit.kind else {
+            continue;
+        };
         let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };

@@ -119,7 +119,7 @@ pub struct Job {
     #[serde(default, deserialize_with = "some_rate")]
     pub limit: Option<Rate>,
     /// The rate it wants (SDQoS' desired bandwidth): its achieved rate is compared with
-    /// it. Default: the limit, when a set-up's `limits` sets it.
+    /// it. Default, for a data job: the limit, when a set-up's `limits` sets it.
     #[serde(default, deserialize_with = "some_rate")]
     pub desired: Option<Rate>,
     /// Its weight.
@@ -208,6 +208,20 @@ pub enum Workload {
         /// Compute-then-I/O iterations.
         iterations: u32,
     },
+    /// A real program run once, under the stage like any other job: `argv`, after
+    /// `setup` has prepared its files. In both, `{dir}` is the job's own directory (also
+    /// their working directory) and `{sluice}` the sluice binary running the scenario.
+    /// The job's completion time is the command's own run time; its calls per second
+    /// are the stage's count of its calls in the pool.
+    Command {
+        /// The program and its arguments, e.g. `["python3", "-m", "compileall", "-q",
+        /// "{dir}/stdlib"]`; a non-zero exit fails the set-up.
+        argv: Vec<String>,
+        /// A program run before the set-up's clock starts, outside the stage and not
+        /// timed (copying the files the command works on); empty: none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        setup: Vec<String>,
+    },
 }
 
 /// The shape of a data part's calls, and when it starts.
@@ -233,13 +247,15 @@ pub struct DataIo {
 pub struct Setup {
     /// Its name (Baseline, PSFA, …).
     pub name: String,
-    /// The pool's algorithm (`sluice alloc --help`), or `none`: no controller, no stage.
+    /// The pool's algorithm (`sluice alloc --help`), or `none`: no controller, no stage
+    /// (but a command job's program still runs under the stage, with a rule that never
+    /// holds, to be counted).
     pub algorithm: String,
     /// The algorithm's parameters (`{ work_conserving = false }`).
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
-    /// Jobs' limits in this set-up, by job name (each also the job's desired rate when
-    /// it names none).
+    /// Jobs' limits in this set-up, by job name (each also a data job's desired rate
+    /// when it names none).
     #[serde(default)]
     pub limits: BTreeMap<String, String>,
     /// Jobs' I/O periods given to the controller in this set-up (`"19.2s"`), by job
@@ -350,6 +366,14 @@ impl Scenario {
                 let why = match w {
                     Workload::Trace if self.trace.is_none() => "a trace job needs [trace]",
                     Workload::Trace => continue,
+                    Workload::Command { argv, .. } if argv.is_empty() => {
+                        "a command part needs a non-empty argv"
+                    }
+                    Workload::Command { .. }
+                        if j.processes != 1 || j.workload.list().len() != 1 =>
+                    {
+                        "a command job runs its command once: one part, processes = 1"
+                    }
                     Workload::Continuous {
                         volume: None,
                         seconds: None,
@@ -434,13 +458,17 @@ impl Scenario {
         }
     }
 
-    /// Job `i`'s desired rate in `setup`: its own, else the set-up's limit for it.
+    /// Job `i`'s desired rate in `setup`: its own, else, for a job moving data (SDQoS'
+    /// reservations), the set-up's limit for it. A command's or a replayer's limit is
+    /// a share of the pool, not a rate it asks for.
     pub fn desired(&self, setup: &Setup, i: usize) -> Option<Rate> {
         let job = &self.jobs[i];
+        let data = job.workload.list().iter().any(|w| w.data().is_some());
         job.desired.or_else(|| {
             setup
                 .limits
                 .get(&job.name)
+                .filter(|_| data)
                 .and_then(|text| text.parse().ok())
         })
     }
@@ -490,10 +518,10 @@ impl Scenario {
 }
 
 impl Workload {
-    /// A data part's call shape; `None` for a trace replay.
+    /// A data part's call shape; `None` for a trace replay or a command.
     pub fn data(&self) -> Option<&DataIo> {
         match self {
-            Workload::Trace => None,
+            Workload::Trace | Workload::Command { .. } => None,
             Workload::Continuous { io, .. }
             | Workload::Bursty { io, .. }
             | Workload::Periodic { io, .. } => Some(io),

@@ -41,6 +41,7 @@ impl DataArgs {
         let workload: Workload = serde_json::from_str(&self.spec).context("--spec")?;
         let pattern = match &workload {
             Workload::Trace => bail!("--spec: a trace part is replayed by `sluice replay`"),
+            Workload::Command { .. } => bail!("--spec: a command part is run by `command`"),
             Workload::Continuous {
                 volume, seconds, ..
             } => Pattern::Continuous {
