@@ -293,3 +293,95 @@ fn command_jobs_are_timed_counted_and_held_to_the_pool() {
         );
     }
 }
+
+/// Two nodes on this machine: a global and a local per node. Job `a` runs a process on
+/// each node, `b` on node 1; the pool holds, and the control plane sees `a` on both.
+const TWO_NODES: &str = r#"
+name = "two-nodes"
+interval = "500ms"
+timeout = 60
+nodes = 2
+
+[pool]
+name = "md"
+match = "class=metadata"
+capacity = "3k/s"
+
+[trace]
+mean = "4k/s"
+seconds = 10
+seed = 7
+
+[[job]]
+name = "a"
+processes = 2
+nodes = [0, 1]
+load = 0.5
+limit = "1k/s"
+
+[[job]]
+name = "b"
+start = 2
+nodes = [1]
+load = 0.5
+limit = "2k/s"
+
+[[setup]]
+name = "PSFA"
+algorithm = "psfa"
+"#;
+
+#[test]
+fn a_job_on_two_nodes_is_one_job_of_the_cluster_and_the_pool_holds() {
+    let dir = tmp_dir();
+    let scenario = dir.path().join("two.toml");
+    std::fs::write(&scenario, TWO_NODES).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(sluice_bin())
+        .env("SLUICE_STAGE", common::stage_lib())
+        .args(["experiment", "run"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // What the global's `sluice jobs` showed while the jobs ran.
+    assert!(
+        stdout.contains("job a ran on nodes: node0, node1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("job b ran on nodes: node1\n"), "{stdout}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    eprintln!("{summary:#}");
+    let psfa = &summary["setups"][0];
+    assert_eq!(psfa["seconds_over_capacity"], 0, "{psfa}");
+    // Every call of the trace was made (4k/s × 10 s), by both jobs.
+    let total = psfa["total_calls"].as_f64().unwrap();
+    assert!((total - 40_000.0).abs() <= 400.0, "{psfa}");
+    let csv = std::fs::read_to_string(out.join("PSFA.csv")).unwrap();
+    for job in ["a", "b"] {
+        assert!(
+            csv.lines()
+                .any(|l| l.split(',').nth(1) == Some(job) && !l.ends_with(',')),
+            "no allocation for {job}: {csv}"
+        );
+    }
+
+    // A node the scenario does not have: one line, exit 2, nothing run.
+    std::fs::write(&scenario, TWO_NODES.replace("[0, 1]", "[0, 2]")).unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["experiment", "run"])
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("job a: no node 2"), "{err}");
+}

@@ -1,4 +1,5 @@
-//! Running a scenario's set-ups: one local controller per controlled set-up, each job's
+//! Running a scenario's set-ups: one local controller per controlled set-up (or, for a
+//! scenario of several nodes, a global and a local per node on this machine), each job's
 //! processes (trace replayers, data writers and readers, real programs) started at their
 //! times, the allocations sampled every second, and every process's figures read back.
 
@@ -311,32 +312,13 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     let (me, work) = (p.me, p.work);
     let controlled = setup.algorithm != "none";
     prepare(sc, setup, p)?;
-    let socket = work.join("local.sock");
     let mut local = Reaper(Vec::new());
-    if controlled {
-        std::fs::write(work.join("local.toml"), sc.local_config(setup))?;
-        let log = std::fs::File::create(work.join("local.log"))?;
-        local.0.push(
-            Command::new(me)
-                .arg("local")
-                .arg("--socket")
-                .arg(&socket)
-                .arg("--state-dir")
-                .arg(work.join("state"))
-                .arg("--shm-dir")
-                .arg(p.shm)
-                .arg("--config")
-                .arg(work.join("local.toml"))
-                .args(["--node", "n1"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .process_group(0)
-                .spawn()
-                .context("cannot start sluice local")?,
-        );
-        wait_ready(me, &socket, work)?;
-    }
+    // Each node's local controller's socket; node 0's also answers for the cluster.
+    let sockets = if controlled {
+        start_controllers(sc, setup, p, &mut local)?
+    } else {
+        Vec::new()
+    };
     let start = Instant::now();
     let start_unix = unix_now();
     let mut procs = Reaper(Vec::new());
@@ -353,6 +335,9 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     let sample_every = sc.interval.max(Duration::from_secs(1));
     let mut next_sample = sample_every;
     let mut timed_out = false;
+    // The nodes the controller saw each job on.
+    let mut seen_on: Vec<std::collections::BTreeSet<String>> =
+        vec![Default::default(); sc.jobs.len()];
     loop {
         let now = start.elapsed();
         for (i, job) in sc.jobs.iter().enumerate() {
@@ -363,20 +348,24 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                     continue;
                 }
                 started[i][k] = true;
+                let placement = job.placement();
                 for n in 0..job.processes {
                     let name = format!("{}-{k}-{n}", job.name);
                     let (args, kind) = command(sc, job, part, &name, p, start_unix)?;
                     let err = std::fs::File::create(work.join(format!("{name}.err")))?;
                     let mut cmd = Command::new(me);
                     if controlled {
+                        // Process n on the n-th of its nodes, in turn: one job, the same
+                        // id, attached through each node's local.
+                        let node = placement[n as usize % placement.len()] as usize;
                         cmd.arg("run")
                             .arg("--socket")
-                            .arg(&socket)
+                            .arg(&sockets[node])
                             .args(["--job", &job.name, "--mount"])
                             .arg(p.data)
                             .arg("--")
                             .args(&args);
-                        if let Some(nodes) = job.nodes {
+                        if let Some(nodes) = job.reported_nodes() {
                             // The launcher reports the job's nodes from the resource
                             // manager's environment: AdapTBF's priority.
                             cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
@@ -445,8 +434,9 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
         }
         if controlled && now >= next_sample {
             let second = next_sample.as_secs_f64().round() as u64;
-            for (i, a) in sample_allocations(me, &socket, sc)? {
+            for (i, a, nodes) in sample_allocations(me, &sockets[0], sc)? {
                 allocation.insert((i, second), a);
+                seen_on[i].extend(nodes);
             }
             next_sample += sample_every;
         }
@@ -461,6 +451,12 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     }
     drop(procs);
     drop(local);
+    if controlled && sc.nodes > 1 {
+        for (job, on) in sc.jobs.iter().zip(&seen_on) {
+            let on: Vec<&str> = on.iter().map(String::as_str).collect();
+            println!("  job {} ran on nodes: {}", job.name, on.join(", "));
+        }
+    }
     if timed_out {
         eprintln!(
             "  {}: timed out after {:?}; jobs still running were stopped",
@@ -569,29 +565,131 @@ fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec
     (calls, phases)
 }
 
-/// Waits until the local controller answers.
-fn wait_ready(me: &Path, socket: &Path, work: &Path) -> Result<()> {
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(20) {
-        let ok = Command::new(me)
-            .arg("status")
-            .arg("--socket")
-            .arg(socket)
+/// Starts the controllers of a controlled set-up into `reaper`; returns each node's
+/// local controller's socket. One node: a standalone local with the pool. More: a
+/// global with the pool on a free port of 127.0.0.1 and a local per node joined to it,
+/// each with its socket, state and segments' directory; returns once the global has
+/// every local.
+fn start_controllers(
+    sc: &Scenario,
+    setup: &Setup,
+    p: &Paths<'_>,
+    reaper: &mut Reaper,
+) -> Result<Vec<PathBuf>> {
+    let (me, work) = (p.me, p.work);
+    let spawn = |cmd: &mut Command, log: &Path, what: &str| -> Result<Child> {
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log)?)
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("cannot start {what}"))
+    };
+    if sc.nodes <= 1 {
+        let socket = work.join("local.sock");
+        let log = work.join("local.log");
+        std::fs::write(work.join("local.toml"), sc.local_config(setup))?;
+        reaper.0.push(spawn(
+            Command::new(me)
+                .arg("local")
+                .arg("--socket")
+                .arg(&socket)
+                .arg("--state-dir")
+                .arg(work.join("state"))
+                .arg("--shm-dir")
+                .arg(p.shm)
+                .arg("--config")
+                .arg(work.join("local.toml"))
+                .args(["--node", "n1"]),
+            &log,
+            "sluice local",
+        )?);
+        wait_ready(me, std::slice::from_ref(&socket), 1, &[log])?;
+        return Ok(vec![socket]);
+    }
+    // A free port: the kernel's choice, released for the global to take.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("cannot find a free port for sluice global")?
+        .port();
+    let interval = format!("{}ms", sc.interval.as_millis());
+    std::fs::write(work.join("global.toml"), sc.local_config(setup))?;
+    let mut logs = vec![work.join("global.log")];
+    reaper.0.push(spawn(
+        Command::new(me)
+            .args(["global", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--config")
+            .arg(work.join("global.toml"))
+            .args(["--interval", &interval]),
+        &logs[0],
+        "sluice global",
+    )?);
+    let url = format!("http://127.0.0.1:{port}");
+    let mut sockets = Vec::new();
+    for k in 0..sc.nodes {
+        let node = format!("node{k}");
+        let socket = work.join(format!("{node}.sock"));
+        let shm = p.shm.join(&node);
+        std::fs::create_dir_all(&shm)?;
+        let log = work.join(format!("{node}.log"));
+        reaper.0.push(spawn(
+            Command::new(me)
+                .args(["local", "--node", &node, "--global", &url, "--socket"])
+                .arg(&socket)
+                .arg("--state-dir")
+                .arg(work.join(format!("state-{node}")))
+                .arg("--shm-dir")
+                .arg(&shm)
+                .args(["--interval", &interval]),
+            &log,
+            "sluice local",
+        )?);
+        sockets.push(socket);
+        logs.push(log);
+    }
+    wait_ready(me, &sockets, sc.nodes, &logs)?;
+    Ok(sockets)
+}
+
+/// Waits until every local controller answers and the first counts `locals` local
+/// controllers (a standalone one counts itself or none: 1 asks only that it answers).
+fn wait_ready(me: &Path, sockets: &[PathBuf], locals: u32, logs: &[PathBuf]) -> Result<()> {
+    let t = Instant::now();
+    let status = |socket: &Path| {
+        Command::new(me)
+            .args(["status", "--json", "--socket"])
+            .arg(socket)
+            .stdin(Stdio::null())
             .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default())
+    };
+    while t.elapsed() < Duration::from_secs(20) {
+        let all = sockets.iter().all(|s| status(s).is_some());
+        let joined = locals <= 1
+            || status(&sockets[0]).is_some_and(|v| v["locals"].as_u64() == Some(locals.into()));
+        if all && joined {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let log = std::fs::read_to_string(work.join("local.log")).unwrap_or_default();
-    bail!("sluice local did not start:\n{log}")
+    let mut why = String::new();
+    for log in logs {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        why += &format!("{}:\n{}\n", log.display(), tail(&text));
+    }
+    bail!("the controllers did not start ({locals} local(s) wanted):\n{why}")
 }
 
-/// Each job's allocation in the pool now, from `sluice jobs --json`.
-fn sample_allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(usize, f64)>> {
+/// Each job's allocation in the pool now, and the nodes it is on, from `sluice jobs
+/// --json`.
+fn sample_allocations(
+    me: &Path,
+    socket: &Path,
+    sc: &Scenario,
+) -> Result<Vec<(usize, f64, Vec<String>)>> {
     let o = Command::new(me)
         .args(["jobs", "--json", "--socket"])
         .arg(socket)
@@ -605,7 +703,13 @@ fn sample_allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(us
             continue;
         };
         if let Some(a) = j["pools"][&sc.pool.name]["allocation"].as_f64() {
-            found.push((i, a));
+            let nodes = j["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
+                .collect();
+            found.push((i, a, nodes));
         }
     }
     Ok(found)

@@ -23,6 +23,11 @@ pub struct Scenario {
     /// Each set-up ends when its jobs have ended, or after this many seconds.
     #[serde(deserialize_with = "seconds")]
     pub timeout: Duration,
+    /// Nodes of the controlled set-ups (default 1): with more than one, a global
+    /// controller and a local controller per node, all on this machine, each node's
+    /// processes attached through its own local.
+    #[serde(default = "one")]
+    pub nodes: u32,
     /// The shared capacity.
     pub pool: Pool,
     /// The trace every `trace` job replays (scaled by its load); needed only by them.
@@ -125,12 +130,47 @@ pub struct Job {
     /// Its weight.
     #[serde(default = "unit")]
     pub weight: f64,
-    /// Compute nodes it holds, as a resource manager reports them to the launcher
-    /// (AdapTBF's priority); default: one.
-    pub nodes: Option<u32>,
+    /// Its nodes: a number, the compute nodes it holds as a resource manager reports
+    /// them to the launcher (AdapTBF's priority), its processes all on node 0; or a list
+    /// of the scenario's node indices its processes run on, round-robin (reported as
+    /// that many nodes). Default: node 0, nothing reported.
+    pub nodes: Option<Nodes>,
     /// What it does: one part, or several (`[[job.workload]]`) run side by side.
     #[serde(default)]
     pub workload: Parts,
+}
+
+/// A job's `nodes`: a count reported to the controller, or the nodes it runs on.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a number of nodes (e.g. 5) or a list of node indices (e.g. [0, 1])"
+)]
+pub enum Nodes {
+    /// `nodes = 5`: reported as Slurm's `SLURM_JOB_NUM_NODES` would be; runs on node 0.
+    Count(u32),
+    /// `nodes = [0, 1]`: the scenario's nodes its processes are spread over.
+    On(Vec<u32>),
+}
+
+impl Job {
+    /// The node indices its processes run on, in turn (process `n` on the
+    /// `n % len`-th): the listed ones, else node 0.
+    pub fn placement(&self) -> Vec<u32> {
+        match &self.nodes {
+            Some(Nodes::On(list)) => list.clone(),
+            _ => vec![0],
+        }
+    }
+
+    /// The node count its launchers report (`SLURM_JOB_NUM_NODES`), if any.
+    pub fn reported_nodes(&self) -> Option<u32> {
+        match &self.nodes {
+            Some(Nodes::Count(n)) => Some(*n),
+            Some(Nodes::On(list)) => u32::try_from(list.len()).ok(),
+            None => None,
+        }
+    }
 }
 
 /// A job's workload: one part or several.
@@ -347,6 +387,9 @@ impl Scenario {
         if self.jobs.is_empty() || self.setups.is_empty() {
             bail!("a scenario needs at least one [[job]] and one [[setup]]");
         }
+        if self.nodes == 0 {
+            bail!("nodes must be at least 1");
+        }
         let positive = |x: f64| x.is_finite() && x > 0.0;
         let at_least_zero = |x: f64| x.is_finite() && x >= 0.0;
         for j in &self.jobs {
@@ -359,8 +402,36 @@ impl Scenario {
             if self.jobs.iter().filter(|o| o.name == j.name).count() > 1 {
                 bail!("job {}: named twice", j.name);
             }
-            if j.nodes == Some(0) {
-                bail!("job {}: nodes must be at least 1", j.name);
+            match &j.nodes {
+                Some(Nodes::Count(0)) => bail!("job {}: nodes must be at least 1", j.name),
+                Some(Nodes::On(list)) => {
+                    if list.is_empty() {
+                        bail!("job {}: nodes = []: list at least one node", j.name);
+                    }
+                    if let Some(bad) = list.iter().find(|&&k| k >= self.nodes) {
+                        bail!(
+                            "job {}: no node {bad}: the scenario has nodes 0 to {} (top-level nodes = {})",
+                            j.name,
+                            self.nodes - 1,
+                            self.nodes
+                        );
+                    }
+                    let mut seen = list.clone();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    if seen.len() != list.len() {
+                        bail!("job {}: nodes {list:?}: a node is listed twice", j.name);
+                    }
+                    if list.len() > j.processes as usize {
+                        bail!(
+                            "job {}: {} processes cannot run on {} nodes",
+                            j.name,
+                            j.processes,
+                            list.len()
+                        );
+                    }
+                }
+                _ => {}
             }
             for w in j.workload.list() {
                 let why = match w {
