@@ -208,7 +208,8 @@ fn demand_of_a_job_held_to_half_its_rate_is_estimated_within_10_percent() {
          capacity = \"{cap}/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n"
     );
     let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
-    let mut job = local.job("D", &["--mount", &s.file], &[&spin, &s.file, "6", "200"]);
+    // 8 s: the three samples end near 6 s, and a job that ended is no longer listed.
+    let mut job = local.job("D", &["--mount", &s.file], &[&spin, &s.file, "8", "200"]);
     let mut estimates = Vec::new();
     std::thread::sleep(Duration::from_secs(3));
     for _ in 0..3 {
