@@ -10,8 +10,9 @@
 #     clock_gettime(CLOCK_MONOTONIC) and of the forwarding preload's own overhead;
 #   - scaling: calls per second of one process of a job, and of two at once (distinct
 #     files, the same job's segment), with the same for native processes.
-# Variants run in turn, ROUNDS times (default 11), and each figure is the median of its
-# rounds: interleaving cancels the drift a time-shared machine shows between minutes.
+# Variants run in turn, ROUNDS times (default 11); each time is the median of its rounds
+# and each overhead the median of the rounds' paired differences (variant − native of the
+# same round): interleaving and pairing cancel the drift a time-shared machine shows.
 # Environment: SLUICE_BIN_DIR (default target/release), ROUNDS.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,9 @@ printf 'clock_gettime(CLOCK_MONOTONIC): %.1f ns (median of %d runs)\n\n' "$clock
 
 printf '%-18s %9s %9s %9s %9s | %-26s %-26s %s\n' loop "native" forward managed unmanaged \
     "managed: +ns (×clock ×fwd)" "unmanaged: +ns (×clock ×fwd)" "forward +ns"
+# paired VARIANT: the median over rounds of VARIANT's figure minus native's of the same round.
+paired() { paste "$work/r-native" "$work/r-$1" | awk '{ print $2 - $1 }' | median; }
+
 # loop LABEL OP FILE N OUT CALLS VARIANTS...: CALLS calls per iteration.
 loop() {
     local label=$1 op=$2 file=$3 n=$4 out=$5 calls=$6
@@ -54,19 +58,24 @@ loop() {
     for _ in $(seq "$rounds"); do
         for v in "$@"; do run "$v" "$op" "$file" "$n" "$out" >>"$work/r-$v"; done
     done
-    local nat fwd man=- unm=-
+    # Each overhead is the median of the rounds' own differences (variant − native of the
+    # same round): the drift of a time-shared machine between rounds, larger than the
+    # stage's cost beside a system call of a microsecond, cancels in each pair.
+    local nat fwd man=- unm=- dfwd dman=- dunm=-
     nat=$(median <"$work/r-native")
     fwd=$(median <"$work/r-forward")
-    [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed")
-    [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged")
-    awk -v l="$label" -v b="$nat" -v f="$fwd" -v m="$man" -v u="$unm" -v c="$calls" -v k="$clock" 'BEGIN {
-        fo = (f - b) / c
+    dfwd=$(paired forward)
+    [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed") && dman=$(paired managed)
+    [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged") && dunm=$(paired unmanaged)
+    awk -v l="$label" -v b="$nat" -v f="$fwd" -v m="$man" -v u="$unm" -v df="$dfwd" -v dm="$dman" -v du="$dunm" \
+        -v c="$calls" -v k="$clock" 'BEGIN {
+        fo = df / c
         cell = "%+7.1f (%5.2f× %s)"
         split("", out)
-        n = split(m " " u, vs, " ")
+        split(dm " " du, vs, " ")
         for (i = 1; i <= 2; i++) {
             if (vs[i] == "-") { out[i] = "—"; continue }
-            o = (vs[i] - b) / c
+            o = vs[i] / c
             x = fo >= 0.5 ? sprintf("%5.1f×", o / fo) : "  n/a"
             out[i] = sprintf(cell, o, o / k, x)
         }

@@ -320,6 +320,10 @@ fn dotdot_escaping_the_mount_is_unmanaged_and_dot_slashes_are_normalised() {
             ("stat@2 {r}/o/../m/f", 2),
             ("stat@2 /{r}//m/./f stat {r}/./m//sub/./f", 3),
             ("stat@2 {r}/m2/f", 0),
+            // Paths whose letters name no managed place, led into one by `..` (the
+            // stage's glance at unmanaged paths must not pass them).
+            ("stat@2 /proc/..{m}/f stat /usr/../{m}/sub/f", 3),
+            ("chdir {o} stat@2 ../m/f stat ./../m/f stat f", 3),
         ],
     );
     t.expect(&["{r}//m/./"], &[("stat@2 {m}/f", 2)]);

@@ -172,7 +172,7 @@ impl Gate<'_> {
     /// One call in the configuration's `latency_sample` of those a pool admits (per
     /// thread), and the first after each tick of the coarse clock, is timed: the precise clock is read here, as the last thing before the real
     /// call, and again in [`Gate::finish`].
-    #[inline]
+    #[inline(always)]
     pub fn admit(
         &self,
         ts: &mut ThreadState,
@@ -303,7 +303,7 @@ impl Gate<'_> {
     /// Counts an admitted call once the real call returned, having moved `moved` bytes.
     /// Bytes channels settle on what the call moved (see [`Size`]); a call sampled for its
     /// latency records it in each of its pools.
-    #[inline]
+    #[inline(always)]
     pub fn finish(&self, ts: &mut ThreadState, clock: &impl Clock, ticket: Ticket, moved: u64) {
         let (shard, owned) = ts.shard(self.segment);
         if ticket.started != 0 {

@@ -15,7 +15,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::offset_of;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering, compiler_fence};
 
 use sluice_core::gate::{Gate, ThreadState};
 use sluice_core::segment::{Segment, bump};
@@ -134,9 +134,7 @@ impl Guard {
             return None;
         }
         if !l.ready.get() {
-            // SAFETY: this thread just took the flag, so nothing else holds the state.
-            unsafe { *l.state.get() = ThreadState::new() };
-            l.ready.set(true);
+            lay_in(l);
         }
         Some(Guard { local: l })
     }
@@ -162,6 +160,35 @@ impl Guard {
         bump(unsafe { &*n }, 1, self.local.owned.get());
     }
 
+    /// Counts an unmanaged call of a warm thread (its block known, its counter learnt, not
+    /// inside the stage) with no call at all, holding the flag only across the count; false,
+    /// counting nothing, for any other thread, which then takes the full path. The flag
+    /// keeps a signal handler's call from interleaving with the count; the compiler fences
+    /// keep the count between the flag's two writes.
+    #[inline(always)]
+    pub fn count_unmanaged_if_warm() -> bool {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        let off = OFFSET.load(Ordering::Relaxed);
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let off = 0;
+        if off == 0 {
+            return false;
+        }
+        // SAFETY: as in `local`.
+        let l = unsafe { &*(thread_pointer().wrapping_offset(off) as *const Local) };
+        let n = l.unmanaged.get();
+        if n.is_null() || l.busy.get() {
+            return false;
+        }
+        l.busy.set(true);
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: a counter in the segment, mapped for the life of the process.
+        bump(unsafe { &*n }, 1, l.owned.get());
+        compiler_fence(Ordering::SeqCst);
+        l.busy.set(false);
+        true
+    }
+
     #[cold]
     #[inline(never)]
     fn learn_unmanaged(&mut self, segment: &'static Segment) -> *const AtomicU64 {
@@ -170,6 +197,17 @@ impl Guard {
         self.local.unmanaged.set(n);
         n
     }
+}
+
+/// Lays the thread's state into its block, at its first entry. Out of line: the state is
+/// kilobytes, built on the stack, and every hook would otherwise reserve that much stack
+/// for it on every call.
+#[cold]
+#[inline(never)]
+fn lay_in(l: &Local) {
+    // SAFETY: this thread just took the flag, so nothing else holds the state.
+    unsafe { *l.state.get() = ThreadState::new() };
+    l.ready.set(true);
 }
 
 /// Empties this thread's token batches and counter shard. Runs in a child after `fork`:

@@ -43,6 +43,14 @@ impl Slot {
         (p != MISSING).then_some(p)
     }
 
+    /// The symbol's address when it was resolved and found; `None` before resolution,
+    /// with no call to resolve it (for paths that must make no call but the real one).
+    #[inline(always)]
+    pub fn resolved(&self) -> Option<*mut c_void> {
+        let p = self.addr.load(Ordering::Relaxed);
+        (!p.is_null() && p != MISSING).then_some(p)
+    }
+
     #[cold]
     fn resolve(&self) -> *mut c_void {
         // SAFETY: dlsym and dlvsym take NUL-terminated names; RTLD_NEXT is valid from a

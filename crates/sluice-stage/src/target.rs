@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use sluice_core::path::{PATH_MAX, resolve_into, scan_c_path};
+use sluice_core::path::{PATH_MAX, dot_component, resolve_into, scan_c_path};
 
 use crate::fdtable::{self, Entry};
 use crate::hooks::slots;
@@ -52,12 +52,38 @@ impl Target {
                 }
                 path_entry(st, Some(dirfd), p, want_below)
             }
-            // The destination; `hooks::intercept` judges the source on its own.
+            // The destination; `hooks::judge` judges the source on its own.
             Target::Fd(fd) | Target::Copy(_, fd) => fd_entry(st, fd),
             Target::File(f) => fd_entry(st, stream::fd(f)?),
             Target::Dir(d) => fd_entry(st, dir_fd(d)?),
         }
     }
+}
+
+/// Whether a path lies, at a glance, in no managed place: an absolute path whose letter
+/// after the leading slash starts no managed place, or a relative one from an unmanaged
+/// current directory with no managed place below it; in both cases with no component
+/// starting with a dot, the only way such a path could lead elsewhere. No lookup, no
+/// copy: one pass over the string, which need not even be measured.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+#[inline(always)]
+pub unsafe fn unmanaged_at_a_glance(st: &State, p: *const c_char) -> bool {
+    if p.is_null() {
+        return false;
+    }
+    // SAFETY: the caller's promise: the first byte is readable, and the second when the
+    // first is not the NUL.
+    let first = unsafe { *p } as u8;
+    let plain = match first {
+        // SAFETY: as above.
+        b'/' => !st.may_be_managed_after_root(unsafe { *p.add(1) } as u8),
+        _ => matches!(cwd::entry(), Some(Entry::File { place, below: false })
+            if !st.places().is_managed(place)),
+    };
+    // SAFETY: the caller's promise.
+    plain && !unsafe { dot_component(p.cast()) }
 }
 
 /// The descriptor under a `DIR*`, through the real `dirfd` (`DIR` is opaque).

@@ -3,9 +3,9 @@
 //! list `docs/operations.md` is generated from.
 //!
 //! A hook body is the same five steps for every symbol (guard, classify, admit, call,
-//! count), written once in [`intercept`]; what differs between symbols (operation, how the
-//! target is named, the size, what the call does to the descriptor table) is data in the
-//! table row.
+//! count), written once in [`judge`], behind one fast path for unmanaged paths in
+//! [`intercept`]; what differs between symbols (operation, how the target is named, the
+//! size, what the call does to the descriptor table) is data in the table row.
 
 mod effect;
 // In unit tests the hooks are not exported, so nothing calls them or their helpers.
@@ -15,7 +15,7 @@ mod ret;
 #[cfg_attr(test, allow(dead_code))]
 mod table;
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 use sluice_core::gate::Size;
 use sluice_core::op::Op;
@@ -26,8 +26,9 @@ pub use table::{SYMBOLS, VARIADIC, resolve_all, slot_named, slots};
 
 use crate::fdtable::Entry;
 use crate::guard::Guard;
+use crate::real::Slot;
 use crate::state::{State, SysClock};
-use crate::target::{Target, fd_entry};
+use crate::target::{Target, fd_entry, unmanaged_at_a_glance};
 
 /// One intercepted symbol, for the operations table in the docs.
 #[derive(Clone, Copy, Debug)]
@@ -43,18 +44,50 @@ pub struct Symbol {
     pub size: &'static str,
 }
 
-/// The path of every intercepted call. Before the stage is ready it is a plain call of
-/// the real function. Otherwise the target is classified (pure reads; the lazy /proc
-/// lookup uses raw system calls), and under the guard the call is admitted if managed,
-/// made, and counted in this thread's own counters. A call the stage makes itself, or one
-/// from a signal handler that interrupted a hook, passes straight through uncounted. The
-/// call's effect on descriptors is recorded in every case. Nothing here sets errno except
-/// inside `keep_errno`, so the application sees exactly the errno of its real call.
+/// The entry of every hook: the common case of a program reading its libraries, inputs
+/// and /proc while only a scratch file system is managed (a path-named call that changes
+/// no table, on a path unmanaged at a glance) is counted and passed on in a few dozen
+/// instructions; everything else goes to `judged`, the hook's out-of-line call of
+/// [`judge`] on the same arguments. Kept apart so that the fast path reserves no frame for
+/// the full one and ends in a tail call of the real function.
+#[inline(always)]
+pub fn intercept<R: Ret>(
+    op: Option<Op>,
+    target: Target,
+    effect: Effect,
+    slot: &Slot,
+    call: impl FnOnce(*mut c_void) -> R,
+    judged: impl FnOnce() -> R,
+) -> R {
+    if let Target::Path(p) | Target::At(libc::AT_FDCWD, p) = target
+        && op.is_some()
+        && matches!(effect, Effect::None)
+        && let Some(st) = State::get()
+        && let Some(real_at) = slot.resolved()
+        // SAFETY: a path the application passed to a libc call: null or a C string.
+        && unsafe { unmanaged_at_a_glance(st, p) }
+        && Guard::count_unmanaged_if_warm()
+    {
+        // Nothing is left to hold on an unmanaged target: the real function, made
+        // outside the guard, is a tail call.
+        return call(real_at);
+    }
+    judged()
+}
+
+/// The path of every intercepted call past [`intercept`]'s fast path. Before the stage is
+/// ready it is a plain call of the real function. Otherwise the target is classified
+/// (pure reads; the lazy /proc lookup uses raw system calls), and under the guard the call
+/// is admitted if managed, made, and counted in this thread's own counters. A call the
+/// stage makes itself, or one from a signal handler that interrupted a hook, passes
+/// straight through uncounted. The call's effect on descriptors is recorded in every case.
+/// Nothing here sets errno except inside `keep_errno`, so the application sees exactly the
+/// errno of its real call.
 ///
 /// What a call costs and what it moved are worked out only for managed calls (`size` and
 /// `moved` are closures): an unmanaged `fputs` or `writev` measures nothing.
 #[inline(always)]
-pub fn intercept<R: Ret>(
+pub fn judge<R: Ret>(
     op: Option<Op>,
     target: Target,
     size: impl FnOnce() -> Size,
@@ -224,19 +257,29 @@ macro_rules! hooks {
             #[cfg_attr(not(test), unsafe(no_mangle))]
             #[allow(non_snake_case)] // glibc's own names: _IO_getc, _IO_putc
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-                let real = || -> $ret {
+                /// The real function at `real_at`, on the application's arguments.
+                #[inline(always)]
+                fn call(real_at: *mut ::std::ffi::c_void, $($arg: $ty),*) -> $ret {
+                    // SAFETY: the address of this very symbol, whose C signature this is
+                    // (variadic tails passed as one fixed argument).
+                    let f = unsafe { ::std::mem::transmute::<*mut ::std::ffi::c_void, unsafe extern "C" fn($($ty),*) -> $ret>(real_at) };
+                    // SAFETY: the application's own arguments, passed on.
+                    unsafe { pick_call!(f, [$($($carg),*)?], [$($arg),*]) }
+                }
+                /// The real function, or its fallback when this libc lacks it.
+                #[inline(always)]
+                fn real($($arg: $ty),*) -> $ret {
                     match slots::$name.get() {
-                        Some(f) => {
-                            // SAFETY: the slot holds this very symbol, whose C signature
-                            // this is (variadic tails passed as one fixed argument).
-                            let f = unsafe { ::std::mem::transmute::<*mut ::std::ffi::c_void, unsafe extern "C" fn($($ty),*) -> $ret>(f) };
-                            // SAFETY: the application's own arguments, passed on.
-                            unsafe { pick_call!(f, [$($($carg),*)?], [$($arg),*]) }
-                        }
+                        Some(real_at) => call(real_at, $($arg),*),
                         None => pick_fallback!([$($fb)?], [$($arg),*]),
                     }
-                };
-                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, || $size, || $moved, $effect, real)
+                }
+                /// The call judged in full, out of line (see `intercept`).
+                #[inline(never)]
+                fn judged($($arg: $ty),*) -> $ret {
+                    $crate::hooks::judge(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, move || $size, move || $moved, $effect, move || real($($arg),*))
+                }
+                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, &slots::$name, move |real_at| call(real_at, $($arg),*), move || judged($($arg),*))
             }
         )*
     };
