@@ -60,30 +60,44 @@ impl Target {
     }
 }
 
-/// Whether a path lies, at a glance, in no managed place: an absolute path whose letter
-/// after the leading slash starts no managed place, or a relative one from an unmanaged
-/// current directory with no managed place below it; in both cases with no component
-/// starting with a dot, the only way such a path could lead elsewhere. No lookup, no
-/// copy: one pass over the string, which need not even be measured.
+/// Where a path lies when, at a glance, it is in no managed place: an absolute path whose
+/// letter after the leading slash starts no managed place (recorded as under the root,
+/// with no managed place below), or a relative one from an unmanaged current directory
+/// with no managed place below it (recorded as that directory's place); in both cases with
+/// no component starting with a dot, the only way such a path could lead elsewhere. `None`
+/// when a glance cannot tell. No lookup, no copy: one pass over the string, which need not
+/// even be measured. The place recorded for an unmanaged file may be a coarser one than a
+/// full lookup finds: only whether it is managed is ever asked of it.
 ///
 /// # Safety
 /// `p` is null or points to a NUL-terminated string.
 #[inline(always)]
-pub unsafe fn unmanaged_at_a_glance(st: &State, p: *const c_char) -> bool {
+pub unsafe fn unmanaged_at_a_glance(st: &State, p: *const c_char) -> Option<Entry> {
     if p.is_null() {
-        return false;
+        return None;
     }
     // SAFETY: the caller's promise: the first byte is readable, and the second when the
     // first is not the NUL.
     let first = unsafe { *p } as u8;
-    let plain = match first {
+    let entry = match first {
         // SAFETY: as above.
-        b'/' => !st.may_be_managed_after_root(unsafe { *p.add(1) } as u8),
-        _ => matches!(cwd::entry(), Some(Entry::File { place, below: false })
-            if !st.places().is_managed(place)),
+        b'/' if !st.may_be_managed_after_root(unsafe { *p.add(1) } as u8) => Entry::File {
+            place: 0,
+            below: false,
+        },
+        b'/' => return None,
+        _ => match cwd::entry() {
+            Some(
+                e @ Entry::File {
+                    place,
+                    below: false,
+                },
+            ) if !st.places().is_managed(place) => e,
+            _ => return None,
+        },
     };
     // SAFETY: the caller's promise.
-    plain && !unsafe { dot_component(p.cast()) }
+    (!unsafe { dot_component(p.cast()) }).then_some(entry)
 }
 
 /// The descriptor under a `DIR*`, through the real `dirfd` (`DIR` is opaque).

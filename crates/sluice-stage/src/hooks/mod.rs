@@ -24,11 +24,12 @@ pub use effect::Effect;
 pub use ret::{Moved, Ret};
 pub use table::{SYMBOLS, VARIADIC, resolve_all, slot_named, slots};
 
+use crate::fdtable;
 use crate::fdtable::Entry;
 use crate::guard::Guard;
 use crate::real::Slot;
 use crate::state::{State, SysClock};
-use crate::target::{Target, fd_entry, unmanaged_at_a_glance};
+use crate::target::{self, Target, fd_entry};
 
 /// One intercepted symbol, for the operations table in the docs.
 #[derive(Clone, Copy, Debug)]
@@ -46,7 +47,8 @@ pub struct Symbol {
 
 /// The entry of every hook: the common case of a program reading its libraries, inputs
 /// and /proc while only a scratch file system is managed (a path-named call that changes
-/// no table, on a path unmanaged at a glance) is counted and passed on in a few dozen
+/// no table or only opens, on a path unmanaged at a glance; a call on a descriptor of a
+/// pipe, a socket or an unmanaged file) is counted and passed on in a few dozen
 /// instructions; everything else goes to `judged`, the hook's out-of-line call of
 /// [`judge`] on the same arguments. Kept apart so that the fast path reserves no frame for
 /// the full one and ends in a tail call of the real function.
@@ -59,20 +61,56 @@ pub fn intercept<R: Ret>(
     call: impl FnOnce(*mut c_void) -> R,
     judged: impl FnOnce() -> R,
 ) -> R {
-    if let Target::Path(p) | Target::At(libc::AT_FDCWD, p) = target
-        && op.is_some()
-        && matches!(effect, Effect::None)
+    if op.is_some()
+        && glance_applies(target, effect)
         && let Some(st) = State::get()
         && let Some(real_at) = slot.resolved()
-        // SAFETY: a path the application passed to a libc call: null or a C string.
-        && unsafe { unmanaged_at_a_glance(st, p) }
+        && let Some(entry) = unmanaged_at_a_glance(st, target)
         && Guard::count_unmanaged_if_warm()
     {
-        // Nothing is left to hold on an unmanaged target: the real function, made
-        // outside the guard, is a tail call.
-        return call(real_at);
+        // Nothing is left to hold on an unmanaged target: the real function is made
+        // outside the guard (a tail call when there is nothing to record).
+        effect.before();
+        let ret = call(real_at);
+        effect.after(st, ret, Some(entry));
+        return ret;
     }
     judged()
+}
+
+/// Whether the fast path may take a call: one whose target a glance can judge (a path, or
+/// a descriptor already in the table), and whose effect it can record without knowing
+/// more (a path opened, a descriptor closed, or none).
+#[inline(always)]
+fn glance_applies(target: Target, effect: Effect) -> bool {
+    match target {
+        Target::Path(_) | Target::At(libc::AT_FDCWD, _) => matches!(
+            effect,
+            Effect::None | Effect::OpenFd | Effect::OpenFile | Effect::OpenDir
+        ),
+        Target::Fd(_) => matches!(effect, Effect::None | Effect::Close(_)),
+        _ => false,
+    }
+}
+
+/// Where the target of a call [`glance_applies`] to lies, when a glance says it is not
+/// managed: a path by [`target::unmanaged_at_a_glance`], a descriptor by its byte in the
+/// table (one the shim's streams already trust).
+#[inline(always)]
+fn unmanaged_at_a_glance(st: &State, target: Target) -> Option<Entry> {
+    match target {
+        // SAFETY: a path the application passed to a libc call: null or a C string.
+        Target::Path(p) | Target::At(_, p) => unsafe { target::unmanaged_at_a_glance(st, p) },
+        Target::Fd(fd) => {
+            let b = fdtable::byte(fd);
+            if fdtable::byte_is_unmanaged(b) {
+                Entry::decode(b)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The path of every intercepted call past [`intercept`]'s fast path. Before the stage is
