@@ -13,11 +13,13 @@
 # Variants run in turn, ROUNDS times (default 11); each time is the median of its rounds
 # and each overhead the median of the rounds' paired differences (variant − native of the
 # same round): interleaving and pairing cancel the drift a time-shared machine shows.
-# Environment: SLUICE_BIN_DIR (default target/release), ROUNDS.
+# Environment: SLUICE_BIN_DIR (default target/release), ROUNDS, ONLY (a list of loops
+# among stat, open, printf, scale: only those; default all).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${SLUICE_BIN_DIR:-$root/target/release}
 rounds=${ROUNDS:-11}
+only=${ONLY:-}
 work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
@@ -82,10 +84,11 @@ loop() {
         printf "%-18s %9.1f %9.1f %9s %9s | %-26s %-26s %+.1f\n", l, b, f, m, u, out[1], out[2], fo
     }'
 }
-loop stat stat "$work/managed/f" 100000 /dev/null 1 native forward managed unmanaged
-loop "open+close" open "$work/managed/f" 50000 /dev/null 2 native forward managed unmanaged
-loop "printf → file" printf - 1000000 "$work/managed/out" 1 native forward managed unmanaged
-loop "printf → /dev/null" printf - 1000000 /dev/null 1 native forward unmanaged
+want() { [[ -z $only || " $only " == *" $1 "* ]]; }
+want stat && loop stat stat "$work/managed/f" 100000 /dev/null 1 native forward managed unmanaged
+want open && loop "open+close" open "$work/managed/f" 50000 /dev/null 2 native forward managed unmanaged
+want printf && loop "printf → file" printf - 1000000 "$work/managed/out" 1 native forward managed unmanaged
+want printf && loop "printf → /dev/null" printf - 1000000 /dev/null 1 native forward unmanaged
 printf '\n(per-call figures: ns; open+close per call; printf to /dev/null is never managed)\n\n'
 
 # Scaling: one process, then two at once on distinct files, 1 s each; calls per second.
@@ -112,6 +115,8 @@ scale() {
         printf "%-9s 1 process %9.0f calls/s, 2 processes %9.0f calls/s: %.2f×\n", v, a, b, b / a
     }'
 }
-printf 'stat, 1 s per run, median of %d runs (one job: the two processes share its segment)\n' "$rounds"
-scale native
-scale managed
+if want scale; then
+    printf 'stat, 1 s per run, median of %d runs (one job: the two processes share its segment)\n' "$rounds"
+    scale native
+    scale managed
+fi
