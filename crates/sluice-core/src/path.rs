@@ -25,6 +25,26 @@ pub struct Place {
     pub managed: bool,
 }
 
+/// A set of bytes (256 bits): the letters places start with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LetterSet([u64; 4]);
+
+impl LetterSet {
+    /// Every byte.
+    pub const ALL: LetterSet = LetterSet([u64::MAX; 4]);
+
+    /// Adds `c`.
+    pub fn insert(&mut self, c: u8) {
+        self.0[c as usize / 64] |= 1 << (c % 64);
+    }
+
+    /// Whether `c` is in the set.
+    #[inline(always)]
+    pub fn contains(&self, c: u8) -> bool {
+        self.0[c as usize / 64] >> (c % 64) & 1 != 0
+    }
+}
+
 /// Errors building a [`MountTable`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlaceError {
@@ -45,9 +65,9 @@ pub enum PlaceError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountTable {
     places: Vec<Place>,
-    /// The first letters of every place but the root, as a 256-bit set: a path whose first
-    /// letter is in none of them can only fall under the root.
-    first_letters: [u64; 4],
+    /// The first letters of every place but the root: a path whose first letter is in
+    /// none of them can only fall under the root.
+    first_letters: LetterSet,
     /// Bit `i`: entry `i` is managed.
     managed_mask: u64,
 }
@@ -66,7 +86,7 @@ impl MountTable {
                 path: "/".into(),
                 managed: everything,
             }],
-            first_letters: [0; 4],
+            first_letters: LetterSet::default(),
         };
         if everything {
             for p in PSEUDO {
@@ -97,7 +117,7 @@ impl MountTable {
             return Err(PlaceError::TooMany);
         }
         if let Some(&c) = norm.as_bytes().get(1) {
-            self.first_letters[c as usize / 64] |= 1 << (c % 64);
+            self.first_letters.insert(c);
         }
         self.managed_mask |= (managed as u64) << self.places.len();
         self.places.push(Place {
@@ -123,7 +143,27 @@ impl MountTable {
     /// component leads it elsewhere, which the caller checks.
     #[inline]
     pub fn no_place_starts_with(&self, c: u8) -> bool {
-        c != b'/' && c != b'.' && self.first_letters[c as usize / 64] & (1 << (c % 64)) == 0
+        c != b'/' && c != b'.' && !self.first_letters.contains(c)
+    }
+
+    /// The letters a path may have after its leading slash and still lie in a managed
+    /// place: the second byte of each managed place, and `/` (a path starting `//`); every
+    /// letter when the root itself is managed. A path with any other letter lies in no
+    /// managed place unless a `.` or `..` component leads it into one.
+    pub fn managed_letters(&self) -> LetterSet {
+        if self.is_managed(0) {
+            return LetterSet::ALL;
+        }
+        let mut set = LetterSet::default();
+        set.insert(b'/');
+        for (i, p) in self.places.iter().enumerate() {
+            if let Some(&c) = p.path.as_bytes().get(1)
+                && self.is_managed(i as PlaceIdx)
+            {
+                set.insert(c);
+            }
+        }
+        set
     }
 
     /// The entry a normalised absolute path falls under (the longest prefix that ends at a
@@ -614,6 +654,18 @@ mod tests {
         assert!(!t.is_managed(t.lookup(b"/proc/self/fd")));
         assert!(!t.is_managed(t.lookup(b"/dev")));
         assert!(t.is_managed(t.lookup(b"/device")));
+    }
+
+    #[test]
+    fn managed_letters_are_those_of_managed_places() {
+        let t = MountTable::new(Some(&["/scratch".into()]), &["/home/x".into()]).unwrap();
+        let set = t.managed_letters();
+        assert!(set.contains(b's') && set.contains(b'/'));
+        assert!(!set.contains(b'h') && !set.contains(b'u'));
+        assert_eq!(
+            MountTable::new(None, &[]).unwrap().managed_letters(),
+            LetterSet::ALL
+        );
     }
 
     #[test]

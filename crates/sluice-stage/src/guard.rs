@@ -90,34 +90,42 @@ fn thread_pointer() -> *mut u8 {
     tp
 }
 
-/// This thread's block.
+/// This thread's block, when its distance from the thread pointer is known: a register
+/// read and an add.
 #[inline(always)]
-fn local() -> &'static Local {
+fn known_block() -> Option<*mut u8> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    let p = match OFFSET.load(Ordering::Relaxed) {
-        0 => first_block(),
-        off => thread_pointer().wrapping_offset(off),
+    return match OFFSET.load(Ordering::Relaxed) {
+        0 => None,
+        off => Some(thread_pointer().wrapping_offset(off)),
     };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    // SAFETY: returns this thread's block.
-    let p = unsafe { sluice_tls_block() };
+    None
+}
+
+/// The block at `p` as this thread's `Local`.
+#[inline(always)]
+fn as_local(p: *mut u8) -> &'static Local {
     // SAFETY: the block is this thread's, aligned and large enough (checked above), lives
     // as long as the thread, and all-zero bytes are a valid `Local`.
     unsafe { &*(p as *const Local) }
 }
 
-/// The block through the shim, learning its distance from the thread pointer.
+/// This thread's block.
+#[inline(always)]
+fn local() -> &'static Local {
+    as_local(known_block().unwrap_or_else(first_block))
+}
+
+/// The block through the shim, learning its distance from the thread pointer where the
+/// thread pointer can be read.
 #[cold]
-#[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
-    allow(dead_code)
-)]
 fn first_block() -> *mut u8 {
-    // SAFETY: the shim's functions have no preconditions.
-    unsafe {
-        OFFSET.store(sluice_tls_offset(), Ordering::Relaxed);
-        sluice_tls_block()
-    }
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // SAFETY: the shim's function has no preconditions.
+    OFFSET.store(unsafe { sluice_tls_offset() }, Ordering::Relaxed);
+    // SAFETY: as above.
+    unsafe { sluice_tls_block() }
 }
 
 /// Proof that this thread is inside the stage; dropping it leaves.
@@ -167,15 +175,9 @@ impl Guard {
     /// keep the count between the flag's two writes.
     #[inline(always)]
     pub fn count_unmanaged_if_warm() -> bool {
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        let off = OFFSET.load(Ordering::Relaxed);
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        let off = 0;
-        if off == 0 {
+        let Some(l) = known_block().map(as_local) else {
             return false;
-        }
-        // SAFETY: as in `local`.
-        let l = unsafe { &*(thread_pointer().wrapping_offset(off) as *const Local) };
+        };
         let n = l.unmanaged.get();
         if n.is_null() || l.busy.get() {
             return false;

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
-use sluice_core::path::{MountTable, PATH_MAX, mounts_of_types};
+use sluice_core::path::{LetterSet, MountTable, PATH_MAX, mounts_of_types};
 use sluice_core::rule::Identity;
 use sluice_core::segment::Segment;
 
@@ -44,9 +44,9 @@ pub struct State {
     /// Bit `i` set when another place lies below place `i` (the places are fixed at
     /// start): a path in any other place has no place below it.
     nested: u64,
-    /// Bit `c` set when an absolute path whose byte after the leading slash is `c` may lie
-    /// in a managed place (all set when the root is managed; fixed at start).
-    managed_letters: [u64; 4],
+    /// The letters after a leading slash that may lead into a managed place
+    /// ([`MountTable::managed_letters`]; the places are fixed at start).
+    managed_letters: LetterSet,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -95,7 +95,7 @@ impl State {
     /// managed place. When not, only a `.` or `..` component could lead it into one.
     #[inline(always)]
     pub fn may_be_managed_after_root(&self, c: u8) -> bool {
-        self.managed_letters[c as usize / 64] >> (c % 64) & 1 != 0
+        self.managed_letters.contains(c)
     }
 
     /// Compiles the configuration in force, unless another thread is at it (this call
@@ -221,7 +221,7 @@ fn load(path: &CStr) -> Result<(State, String), String> {
         .map_err(|e| e.to_string())?;
     compiled.set_latency_sample(latency_sample_of(&text));
     let nested = nested_places(compiled.places());
-    let managed_letters = managed_letters(compiled.places());
+    let managed_letters = compiled.places().managed_letters();
     let state = State {
         segment,
         compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),
@@ -251,28 +251,6 @@ fn nested_places(places: &MountTable) -> u64 {
         .enumerate()
         .filter(|&(i, p)| places.mask_under(&p.path) & !(1u64 << i) != 0)
         .fold(0, |m, (i, _)| m | 1 << i)
-}
-
-/// The letters a path may have after its leading slash and still lie in a managed place:
-/// the second byte of each managed place, and `/` (a path starting `//`); every letter
-/// when the root itself is managed.
-fn managed_letters(places: &MountTable) -> [u64; 4] {
-    if places.is_managed(0) {
-        return [u64::MAX; 4];
-    }
-    let mut set = [0u64; 4];
-    let managed = places
-        .places()
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| places.is_managed(i as u8));
-    for c in managed
-        .filter_map(|(_, p)| p.path.as_bytes().get(1))
-        .chain([&b'/'])
-    {
-        set[*c as usize / 64] |= 1 << (c % 64);
-    }
-    set
 }
 
 /// The managed mounts: those named, plus those of the named types found in mountinfo;

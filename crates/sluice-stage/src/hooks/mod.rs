@@ -103,7 +103,9 @@ fn glance_applies(target: Target, effect: Effect) -> bool {
 fn unmanaged_at_a_glance(st: &State, target: Target) -> Option<Entry> {
     match target {
         // SAFETY: a path the application passed to a libc call: null or a C string.
-        Target::Path(p) | Target::At(_, p) => unsafe { target::unmanaged_at_a_glance(st, p) },
+        Target::Path(p) | Target::At(libc::AT_FDCWD, p) => unsafe {
+            target::unmanaged_at_a_glance(st, p)
+        },
         Target::Fd(fd) => {
             let b = fdtable::byte(fd);
             if fdtable::byte_is_unmanaged(b) {
