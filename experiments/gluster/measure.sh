@@ -70,6 +70,13 @@ others_pct() { # % of one CPU used by others since mark (200 = both cores); afte
     awk -v b="$((busy - M_BUSY))" -v g="$((gl - M_GL))" -v c0="$M_CH" -v c1="$ch" -v s="$M_T" -v e="$t" -v h="$TCK" \
         'BEGIN { o = (b - g) / h - (c1 - c0); if (o < 0) o = 0; printf "%.0f", 100 * o / (e - s) }'
 }
+# pct TICKS0 TICKS1 T0 T1: % of one core used between two readings of cpu_of.
+pct() { awk -v a="$1" -v b="$2" -v s="$3" -v e="$4" -v h="$TCK" 'BEGIN { printf "%.0f", 100 * (b - a) / h / (e - s) }'; }
+# busy OTHERS_PCT: whether a run must be made again (others took over 30% of a core), once.
+busy() {
+    [ "$1" -gt 30 ] && [ "${RETRY:-0}" -eq 0 ] || return 1
+    echo "  (others took ${1}% CPU during the run: discarding it and running it again)" >&2
+}
 wait_quiet() {
     local i b0 b1
     for i in $(seq 1 90); do
@@ -106,12 +113,11 @@ one() {
     fi
     b1=$(cpu_of glusterfsd); c1=$(cpu_of glusterfs); t1=$EPOCHREALTIME
     local bcpu ccpu
-    bcpu=$(awk -v a="$b0" -v b="$b1" -v s="$t0" -v e="$t1" -v h="$TCK" 'BEGIN { printf "%.0f", 100 * (b - a) / h / (e - s) }')
-    ccpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v h="$TCK" 'BEGIN { printf "%.0f", 100 * (b - a) / h / (e - s) }')
+    bcpu=$(pct "$b0" "$b1" "$t0" "$t1")
+    ccpu=$(pct "$c0" "$c1" "$t0" "$t1")
     for pid in "${pids[@]}"; do wait "$pid"; done
     times >"$BIN/times"; oth=$(others_pct)
-    if [ "$oth" -gt 30 ] && [ "${RETRY:-0}" -eq 0 ]; then
-        echo "  (others took ${oth}% CPU during the run: discarding it and running it again)" >&2
+    if busy "$oth"; then
         rm -rf "$tmp"
         RETRY=1 one "$@"
         return
@@ -146,15 +152,14 @@ capacity() {
     for pid in "${pids[@]}"; do wait "$pid"; done
     b1=$(cpu_of glusterfsd); c1=$(cpu_of glusterfs); t1=$EPOCHREALTIME
     times >"$BIN/times"; oth=$(others_pct)
-    if [ "$oth" -gt 30 ] && [ "${RETRY:-0}" -eq 0 ]; then
-        echo "  (others took ${oth}% CPU during the run: discarding it and running it again)" >&2
+    if busy "$oth"; then
         rm -rf "$tmp"
         RETRY=1 capacity "$@"
         return
     fi
     local bcpu ccpu
-    bcpu=$(awk -v a="$b0" -v b="$b1" -v s="$t0" -v e="$t1" -v h="$TCK" 'BEGIN { printf "%.0f", 100 * (b - a) / h / (e - s) }')
-    ccpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v h="$TCK" 'BEGIN { printf "%.0f", 100 * (b - a) / h / (e - s) }')
+    bcpu=$(pct "$b0" "$b1" "$t0" "$t1")
+    ccpu=$(pct "$c0" "$c1" "$t0" "$t1")
     for i in $(seq 1 "$k"); do
         read -r o secs rate < <(rate_of "$tmp/p.$i")
         echo "capacity-${ops//,/+},1,$k,load,$i,$o,$secs,$rate,,,$bcpu,$ccpu,$oth" >>"$CSV"

@@ -20,6 +20,14 @@ def fmt(xs, unit=""):
     return f"{m:.0f}{unit} ± {s:.0f} (cv {cv:.1f}%, {lo:.0f}–{hi:.0f})"
 
 
+def roles(by_run):
+    """Per run: the victim's row, its rate, and the aggressors' total rate."""
+    victim = [next(r for r in rs if r["role"] == "victim") for rs in by_run.values()]
+    v = [float(r["rate"]) for r in victim]
+    agg = [sum(float(r["rate"]) for r in rs if r["role"] == "aggressor") for rs in by_run.values()]
+    return victim, v, agg
+
+
 def main(path):
     rows = list(csv.DictReader(open(path)))
     # Runs during which other people's processes took over 30% of a core are left out.
@@ -43,10 +51,7 @@ def main(path):
     print("|---|---|---|---|---|---|---|---|")
     alone = None
     for n in sorted(n for k, n in runs if k == "rate"):
-        by_run = runs[("rate", n)]
-        victim = [next(r for r in rs if r["role"] == "victim") for rs in by_run.values()]
-        v = [float(r["rate"]) for r in victim]
-        agg = [sum(float(r["rate"]) for r in rs if r["role"] == "aggressor") for rs in by_run.values()]
+        victim, v, agg = roles(runs[("rate", n)])
         total = [a + b for a, b in zip(v, agg)]
         if n == 0:
             alone = st.mean(v)
@@ -67,10 +72,7 @@ def main(path):
     print("|---|---|---|---|---|---|")
     lat_alone = None
     for n in sorted(n for k, n in runs if k == "latency"):
-        by_run = runs[("latency", n)]
-        victim = [next(r for r in rs if r["role"] == "victim") for rs in by_run.values()]
-        v = [float(r["rate"]) for r in victim]
-        agg = [sum(float(r["rate"]) for r in rs if r["role"] == "aggressor") for rs in by_run.values()]
+        victim, v, agg = roles(runs[("latency", n)])
         if n == 0:
             lat_alone = st.mean(v)
             extra = ""
