@@ -20,6 +20,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${SLUICE_BIN_DIR:-$root/target/release}
 rounds=${ROUNDS:-11}
 only=${ONLY:-}
+for w in $only; do
+    case $w in stat | open | printf | scale) ;; *)
+        echo "loops.sh: ONLY names '$w'; the loops are stat, open, printf and scale" >&2
+        exit 2
+        ;;
+    esac
+done
 work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
