@@ -13,6 +13,7 @@
 # Variants run in turn, ROUNDS times (default 11); each time is the median of its rounds
 # and each overhead the median of the rounds' paired differences (variant − native of the
 # same round): interleaving and pairing cancel the drift a time-shared machine shows.
+# Under each loop, the quartiles of those differences: how far a figure may be trusted.
 # Environment: SLUICE_BIN_DIR (default target/release), ROUNDS, ONLY (a list of loops
 # among stat, open, printf, scale: only those; default all).
 set -euo pipefail
@@ -54,8 +55,13 @@ printf 'clock_gettime(CLOCK_MONOTONIC): %.1f ns (median of %d runs)\n\n' "$clock
 
 printf '%-18s %9s %9s %9s %9s | %-26s %-26s %s\n' loop "native" forward managed unmanaged \
     "managed: +ns (×clock ×fwd)" "unmanaged: +ns (×clock ×fwd)" "forward +ns"
-# paired VARIANT: the median over rounds of VARIANT's figure minus native's of the same round.
-paired() { paste "$work/r-native" "$work/r-$1" | awk '{ print $2 - $1 }' | median; }
+# diffs VARIANT: per round, VARIANT's figure minus native's of the same round.
+diffs() { paste "$work/r-native" "$work/r-$1" | awk '{ print $2 - $1 }'; }
+# paired VARIANT: the median of those differences.
+paired() { diffs "$1" | median; }
+# spread VARIANT: their first and third quartiles (nearest rank), "Q1 Q3": how far a
+# figure near its target may be trusted on a time-shared machine.
+spread() { diffs "$1" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'; }
 
 # loop LABEL OP FILE N OUT CALLS VARIANTS...: CALLS calls per iteration.
 loop() {
@@ -74,10 +80,11 @@ loop() {
     nat=$(median <"$work/r-native")
     fwd=$(median <"$work/r-forward")
     dfwd=$(paired forward)
-    [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed") && dman=$(paired managed)
-    [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged") && dunm=$(paired unmanaged)
+    local qman="- -" qunm="- -"
+    [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed") && dman=$(paired managed) && qman=$(spread managed)
+    [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged") && dunm=$(paired unmanaged) && qunm=$(spread unmanaged)
     awk -v l="$label" -v b="$nat" -v f="$fwd" -v m="$man" -v u="$unm" -v df="$dfwd" -v dm="$dman" -v du="$dunm" \
-        -v c="$calls" -v k="$clock" 'BEGIN {
+        -v c="$calls" -v k="$clock" -v qm="$qman" -v qu="$qunm" 'BEGIN {
         fo = df / c
         cell = "%+7.1f (%5.2f× %s)"
         split("", out)
@@ -89,6 +96,14 @@ loop() {
             out[i] = sprintf(cell, o, o / k, x)
         }
         printf "%-18s %9.1f %9.1f %9s %9s | %-26s %-26s %+.1f\n", l, b, f, m, u, out[1], out[2], fo
+        split(qm " " qu, qs, " ")
+        line = ""
+        for (i = 1; i <= 2; i++) {
+            if (qs[2 * i - 1] == "-") continue
+            lo = qs[2 * i - 1] / c; hi = qs[2 * i] / c
+            line = line sprintf("  %s %+.1f to %+.1f ns (%.2f–%.2f×)", i == 1 ? "managed" : "unmanaged", lo, hi, lo / k, hi / k)
+        }
+        if (line != "") printf "%-18s quartiles of the paired differences:%s\n", "", line
     }'
 }
 want() { [[ -z $only || " $only " == *" $1 "* ]]; }
