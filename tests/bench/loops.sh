@@ -73,9 +73,6 @@ loop() {
     for _ in $(seq "$rounds"); do
         for v in "$@"; do run "$v" "$op" "$file" "$n" "$out" >>"$work/r-$v"; done
     done
-    # Each overhead is the median of the rounds' own differences (variant − native of the
-    # same round): the drift of a time-shared machine between rounds, larger than the
-    # stage's cost beside a system call of a microsecond, cancels in each pair.
     local nat fwd man=- unm=- dfwd dman=- dunm=-
     nat=$(median <"$work/r-native")
     fwd=$(median <"$work/r-forward")

@@ -51,7 +51,7 @@ pub struct Symbol {
 /// pipe, a socket or an unmanaged file) is counted and passed on in a few dozen
 /// instructions; everything else goes to `judged`, the hook's out-of-line call of
 /// [`judge`] on the same arguments. Kept apart so that the fast path reserves no frame for
-/// the full one and ends in a tail call of the real function.
+/// the full one.
 #[inline(always)]
 pub fn intercept<R: Ret>(
     op: Option<Op>,
