@@ -39,6 +39,7 @@ ALGO=reservations        # the pool's algorithm: the victim's limit is a guarant
 AGG_RATE=25              # an aggressor's static rule and its limit in the pool (ops/s): see README
 TARGET_MS=auto           # p99 target of the auto pool: from the first auto run (see below)
 START=1000               # the auto pool's starting capacity
+WATCH='op=getattr,open'  # the calls whose latency steers the auto pool ('' for every call)
 SETUPS="none static pool pool-lim auto auto-lim"
 TL_SETUP=auto-lim        # the set-up of the timeline: auto or auto-lim
 MAX_SECS=600
@@ -59,6 +60,8 @@ options:
   --target MS|auto   auto pool's p99 target, whole ms      (default: the pool's median p99 in an
                      auto run with the victim alone, times 1.25, rounded, within 2-10 ms)
   --start R          auto pool's starting capacity         (default $START)
+  --watch CONDS      the calls whose p99 steers the auto pool (default '$WATCH'; '' for
+                     every call of the pool: the aggressors' creates and unlinks too)
   --timeline S       timeline length, s; 0: none           (default $TL_SECS)
   --timeline-setup auto|auto-lim                           (default $TL_SETUP)
   --max-seconds S    bound on the whole script             (default $MAX_SECS)
@@ -78,6 +81,7 @@ while [ $# -gt 0 ]; do
         --agg-rate) AGG_RATE=$2; shift 2 ;;
         --target) TARGET_MS=$2; shift 2 ;;
         --start) START=$2; shift 2 ;;
+        --watch) WATCH=$2; shift 2 ;;
         --timeline) TL_SECS=$2; shift 2 ;;
         --timeline-setup) TL_SETUP=$2; shift 2 ;;
         --max-seconds) MAX_SECS=$2; shift 2 ;;
@@ -242,7 +246,7 @@ pool_config() {
         echo "algorithm = \"$ALGO\""
         if [ "$kind" = auto ]; then
             echo 'capacity = "auto"'
-            echo "auto = { target_p99 = \"${TARGET_MS}ms\", start = \"${START}/s\" }"
+            echo "auto = { target_p99 = \"${TARGET_MS}ms\", start = \"${START}/s\"${WATCH:+, watch = \"$WATCH\"} }"
         else
             echo "capacity = \"${CAPACITY}/s\""
         fi
@@ -410,7 +414,7 @@ if [ "$TIMELINE" = 1 ] && [ "$(left)" -gt $((TL_SECS + 20)) ]; then
     read -r oth bcpu ccpu <<<"$(cpu_report)"
     say "  others' CPU during the timeline: ${oth}%"
     cp -r "$d" "$TMP/keep.timeline"
-    T0="$T0" TARGET_MS="$TARGET_MS" OTHERS="$oth" $PY "$HERE/timeline.py" "$d" "$TL_CSV" "$OUT/timeline.png" \
+    T0="$T0" TARGET_MS="$TARGET_MS" WATCH="$WATCH" OTHERS="$oth" $PY "$HERE/timeline.py" "$d" "$TL_CSV" "$OUT/timeline.png" \
         "$TL_SETUP" >"$OUT/timeline-summary.md" || say "timeline.py failed"
 fi
 

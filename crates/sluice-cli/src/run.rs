@@ -226,7 +226,7 @@ impl JobSpec {
             mounts: self.mounts.clone(),
             fs_types: self.fs_types.clone(),
             rules: StageConfig::slot_in_order(rules),
-            pools: Vec::new(),
+            ..StageConfig::default()
         };
         // Compile once here so that a bad mount or rule is reported before CMD runs.
         let id = Identity {
@@ -236,7 +236,7 @@ impl JobSpec {
             exe,
         };
         let mounts = (!config.mounts.is_empty()).then_some(&config.mounts[..]);
-        Compiled::new(&config.rules, &config.pools, &id, mounts).context("--mount")?;
+        Compiled::new(&config.rules, &config.pools, &[], &id, mounts).context("--mount")?;
         Ok(config)
     }
 }

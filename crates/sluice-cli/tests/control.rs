@@ -263,3 +263,66 @@ fn launchers_of_one_job_share_one_budget() {
         "{got:.0}/s for two launchers under 1,000/s"
     );
 }
+
+/// An automatic pool's `watch` reaches the stages: of two pools holding the same creates
+/// and unlinks, the one watching `op=getattr` times none of them (no p99) while the other
+/// does, until a job making getattr calls joins.
+#[test]
+fn an_automatic_pool_times_only_the_calls_it_watches() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let auto_pool = |name: &str, watch: &str| {
+        format!(
+            "\n[[pool]]\nname = \"{name}\"\nmatch = \"class=metadata,directory\"\n\
+             capacity = \"auto\"\nalgorithm = \"psfa\"\n\
+             auto = {{ target_p99 = \"10s\", start = \"1M/s\"{watch} }}\n"
+        )
+    };
+    let config = format!(
+        "interval = \"500ms\"\n{}{}",
+        auto_pool("stats", ", watch = \"op=getattr\""),
+        auto_pool("all", "")
+    );
+    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let p99 = || {
+        let o = local.admin(&["pool", "list", "--json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let of = |name: &str| {
+            v["pools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .and_then(|p| p["latency_p99_s"].as_f64())
+                .unwrap_or(0.0)
+        };
+        (of("stats"), of("all"))
+    };
+    let load = |job: &str, ops: &str, seconds: &str| {
+        let work = s.path(job);
+        std::fs::create_dir(&work).unwrap();
+        let dir = path_str(s.dir.path());
+        let bin = path_str(&sluice_bin());
+        let args = ["load", "--dir", &work, "--ops", ops, "--duration", seconds];
+        let cmd: Vec<&str> = std::iter::once(bin.as_str()).chain(args).collect();
+        local.job(job, &["--mount", &dir], &cmd)
+    };
+    let mut creates = load("W", "mknod,unlink", "6");
+    assert!(
+        wait_for(Duration::from_secs(4), || p99().1 > 0.0),
+        "the unwatched pool never timed a create or an unlink"
+    );
+    let (stats, all) = p99();
+    assert_eq!(
+        stats, 0.0,
+        "the getattr pool timed creates (p99 of all: {all})"
+    );
+    let mut stats_job = load("G", "getattr", "3");
+    assert!(
+        wait_for(Duration::from_secs(3), || p99().0 > 0.0),
+        "the getattr pool never timed a getattr"
+    );
+    assert!(stats_job.wait().unwrap().success() && creates.wait().unwrap().success());
+}

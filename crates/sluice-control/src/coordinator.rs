@@ -98,6 +98,15 @@ impl Coordinator {
                 .collect(),
             rules: self.config.rules.iter().map(|r| r.to_string()).collect(),
             interval_s: self.config.interval.as_secs_f64(),
+            watches: self
+                .config
+                .pools
+                .iter()
+                .filter_map(|p| {
+                    let watch = &p.auto.as_ref()?.watch;
+                    (!watch.is_empty()).then(|| (p.name.clone(), watch.clone()))
+                })
+                .collect(),
         }
     }
 

@@ -7,6 +7,8 @@
 //! list, testing only the mount mask and, where a rule has one, the size condition: no
 //! allocation, no string comparison.
 
+#[cfg(doc)]
+use crate::config::StageConfig;
 use crate::config::{DEFAULT_LATENCY_SAMPLE, Slotted};
 use crate::op::{Class, Op};
 use crate::path::{MAX_PLACES, MountTable, PlaceError, PlaceIdx};
@@ -22,7 +24,9 @@ pub const MAX_PLAN: usize = 1 + MAX_POOLS;
 /// Worked out for every operation and place when the rules change, so that admitting a
 /// call is one table lookup; only data calls under rules with a size condition are worked
 /// out per call.
+/// 32 bytes and aligned to them, so that reading a plan never touches two cache lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(align(32))]
 pub struct Plan {
     chans: [u8; MAX_PLAN],
     len: u8,
@@ -32,6 +36,9 @@ pub struct Plan {
     sized: bool,
     /// Bit `k`: `chans[k]` charges bytes.
     bytes: u32,
+    /// Bit `k`: `chans[k]` is a pool that times this call when it samples latency (the
+    /// call meets the pool's watch, or the pool has none).
+    watched: u32,
 }
 
 impl Plan {
@@ -41,6 +48,7 @@ impl Plan {
         rule: false,
         sized: false,
         bytes: 0,
+        watched: 0,
     };
 
     fn push(&mut self, ch: Channel) {
@@ -62,6 +70,22 @@ impl Plan {
     #[inline]
     pub fn pools(&self) -> &[u8] {
         &self.chans[self.rule as usize..self.len as usize]
+    }
+
+    /// Whether some pool of the plan times this call when it samples latency.
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.watched != 0
+    }
+
+    /// The channels of the pools that time this call (see [`Plan::timed`]).
+    #[inline]
+    pub fn timing_pools(&self) -> impl Iterator<Item = u8> + '_ {
+        self.chans[..self.len as usize]
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| self.watched >> k & 1 != 0)
+            .map(|(_, &c)| c)
     }
 
     /// The rule's channel, if a rule matched.
@@ -179,20 +203,26 @@ pub struct Compiled {
     latency_sample: u32,
     rules: Table,
     pools: Table,
+    /// The pools' watches, as a table of pool channels: a pool listed in it times only
+    /// the calls the table matches for it.
+    watches: Table,
 }
 
 impl Compiled {
-    /// Compiles `rules` and `pools` for a process of identity `id`, managing `mounts`
-    /// (`None`: all but the pseudo file systems).
+    /// Compiles `rules`, `pools` and the pools' `watches` (see [`StageConfig::watches`])
+    /// for a process of identity `id`, managing `mounts` (`None`: all but the pseudo file
+    /// systems).
     pub fn new(
         rules: &[Slotted],
         pools: &[Slotted],
+        watches: &[Slotted],
         id: &Identity,
         mounts: Option<&[String]>,
     ) -> Result<Self, PlaceError> {
         let rule_places: Vec<String> = rules
             .iter()
             .chain(pools)
+            .chain(watches)
             .filter_map(|s| s.rule.mount_paths())
             .flatten()
             .cloned()
@@ -201,14 +231,16 @@ impl Compiled {
         Ok(Compiled::build(
             Table::new(rules, 0, &places, id),
             Table::new(pools, MAX_RULES, &places, id),
+            Table::new(watches, MAX_RULES, &places, id),
             places,
         ))
     }
 
-    fn build(rules: Table, pools: Table, places: MountTable) -> Self {
+    fn build(rules: Table, pools: Table, watches: Table, places: MountTable) -> Self {
         let mut c = Compiled {
             rules,
             pools,
+            watches,
             plans: vec![Plan::EMPTY; Op::COUNT * MAX_PLACES].into_boxed_slice(),
             latency_sample: DEFAULT_LATENCY_SAMPLE,
             places,
@@ -237,6 +269,12 @@ impl Compiled {
             plan.rule = true;
         }
         for ch in self.pools(op, place, size) {
+            let watched = self.watches.entries.iter().all(|w| w.channel != ch.index)
+                || self
+                    .watches
+                    .matching(op, place, size)
+                    .any(|w| w.index == ch.index);
+            plan.watched |= (watched as u32) << plan.len;
             plan.push(ch);
         }
         plan
@@ -264,14 +302,21 @@ impl Compiled {
         self.latency_sample = every;
     }
 
-    /// Compiles new rules and pools over this process's managed places: a configuration
-    /// changed at run time keeps the places of the start, which descriptors already open
-    /// refer to by index. A `mount=` naming a path that is not one of them concerns the
-    /// places below that path.
-    pub fn recompiled(&self, rules: &[Slotted], pools: &[Slotted], id: &Identity) -> Self {
+    /// Compiles new rules, pools and watches over this process's managed places: a
+    /// configuration changed at run time keeps the places of the start, which descriptors
+    /// already open refer to by index. A `mount=` naming a path that is not one of them
+    /// concerns the places below that path.
+    pub fn recompiled(
+        &self,
+        rules: &[Slotted],
+        pools: &[Slotted],
+        watches: &[Slotted],
+        id: &Identity,
+    ) -> Self {
         let mut c = Compiled::build(
             Table::new(rules, 0, &self.places, id),
             Table::new(pools, MAX_RULES, &self.places, id),
+            Table::new(watches, MAX_RULES, &self.places, id),
             self.places.clone(),
         );
         c.latency_sample = self.latency_sample;
@@ -316,6 +361,15 @@ mod tests {
     }
 
     fn compile_with_pools(rules: &[&str], pools: &[(u8, &str)], mounts: &[&str]) -> Compiled {
+        compile_watched(rules, pools, &[], mounts)
+    }
+
+    fn compile_watched(
+        rules: &[&str],
+        pools: &[(u8, &str)],
+        watches: &[(u8, &str)],
+        mounts: &[&str],
+    ) -> Compiled {
         let rules =
             StageConfig::slot_in_order(rules.iter().map(|r| parse_rule(r).unwrap()).collect());
         let pools: Vec<Slotted> = pools
@@ -332,9 +386,14 @@ mod tests {
             exe: "app".into(),
         };
         let mounts: Vec<String> = mounts.iter().map(|s| s.to_string()).collect();
+        let watches: Vec<Slotted> = watches
+            .iter()
+            .map(|(slot, w)| Slotted::watch(*slot, w).unwrap())
+            .collect();
         Compiled::new(
             &rules,
             &pools,
+            &watches,
             &id,
             (!mounts.is_empty()).then_some(&mounts[..]),
         )
@@ -360,6 +419,40 @@ mod tests {
         assert_eq!(c.pools(Op::Read, p, 4096).next().unwrap().cost, 4096);
         assert_eq!(c.channel(Op::Getattr, p, 0).map(|ch| ch.index), Some(0));
         assert!(c.governs(Op::Read));
+    }
+
+    #[test]
+    fn a_pool_times_only_the_calls_its_watch_names() {
+        let c = compile_watched(
+            &["op=open rate=5/s"],
+            &[
+                (2, "md: class=metadata,directory rate=1k/s"),
+                (4, "all: rate=1M/s"),
+                (6, "other: class=metadata rate=1k/s"),
+            ],
+            &[(2, "op=getattr,open"), (6, "job=8")],
+            &[],
+        );
+        let p = c.places().lookup(b"/scratch/x");
+        let timing = |op| {
+            let plan = c.plan(op, p, 0);
+            (plan.timed(), plan.timing_pools().collect::<Vec<_>>())
+        };
+        let first = MAX_RULES as u8;
+        // The rule never times; pool 4 has no watch; pool 6 watches another job only.
+        assert_eq!(timing(Op::Open), (true, vec![first + 2, first + 4]));
+        assert_eq!(timing(Op::Getattr), (true, vec![first + 2, first + 4]));
+        assert_eq!(timing(Op::Mknod), (true, vec![first + 4]));
+        assert_eq!(c.plan(Op::Mknod, p, 0).pools().len(), 2);
+        let only_watched = compile_watched(
+            &[],
+            &[(1, "md: class=metadata rate=1k/s")],
+            &[(1, "op=open")],
+            &[],
+        );
+        let plan = only_watched.plan(Op::Getattr, p, 0);
+        assert!(!plan.timed() && plan.pools() == [first + 1]);
+        assert!(only_watched.plan(Op::Open, p, 0).timed());
     }
 
     #[test]

@@ -7,12 +7,16 @@
 //! fstype lustre
 //! rule 0 md: op=getattr rate=5k/s
 //! pool 0 scratch-md: class=metadata mount=/scratch rate=10k/s
+//! watch 0 op=getattr,open
 //! latency_sample 64
 //! ```
 //! `latency_sample N` (optional, [`DEFAULT_LATENCY_SAMPLE`] when absent, 0 for none): each
 //! thread times one real call in N of those a pool admits, into the pool's latency
 //! histogram in the segment ([`latency_sample_of`] reads it; [`StageConfig`] itself does
 //! not carry it, so that its literal constructions stay valid).
+//! `watch SLOT CONDITIONS` (optional, one per pool at most): only the pool's calls that
+//! also meet these conditions are timed for its latency histogram (an automatic pool's
+//! capacity steers by the latency of the calls that matter, not of every call it holds).
 //! Rules are in the order they are tried (first match wins); the number before each is its
 //! slot: the bucket and counters it uses, which stay its own while it lives, so that a
 //! controller can add or remove other rules without resetting its counters. A pool is
@@ -22,7 +26,7 @@
 
 use std::fmt::Write as _;
 
-use crate::rule::{ParseError, Rule, parse_rule};
+use crate::rule::{ParseError, Rate, Rule, parse_conditions, parse_rule};
 use crate::segment::{MAX_POOLS, MAX_RULES};
 
 /// A rule or a pool with the slot of the segment it uses.
@@ -49,6 +53,26 @@ pub struct StageConfig {
     pub rules: Vec<Slotted>,
     /// Pools the job shares; every matching pool admits a call, besides its rule.
     pub pools: Vec<Slotted>,
+    /// Which calls of a pool are timed for its latency, by pool slot: a pool with no watch
+    /// here has every call timed. Made by [`Slotted::watch`]: only the conditions count.
+    pub watches: Vec<Slotted>,
+}
+
+impl Slotted {
+    /// The watch of the pool in `slot`: the conditions a call of the pool must also meet
+    /// to be timed (`op=getattr,open`), held as a rule whose rate is nominal and never
+    /// read, so that it compiles as a pool's filter does.
+    pub fn watch(slot: u8, conditions: &str) -> Result<Slotted, ParseError> {
+        Ok(Slotted {
+            slot,
+            rule: Rule {
+                name: None,
+                conds: parse_conditions(conditions)?,
+                rate: Rate::ops(1),
+                burst: None,
+            },
+        })
+    }
 }
 
 /// A line of configuration text that cannot be understood.
@@ -112,6 +136,9 @@ impl StageConfig {
         for p in &self.pools {
             let _ = writeln!(s, "pool {} {}", p.slot, p.rule);
         }
+        for w in &self.watches {
+            let _ = writeln!(s, "{WATCH_ITEM} {} {}", w.slot, w.rule.filter());
+        }
         s
     }
 
@@ -140,13 +167,14 @@ impl StageConfig {
                 LATENCY_SAMPLE_ITEM => {
                     parse_latency_sample(i + 1, value)?;
                 }
-                "rule" | "pool" => {
+                "rule" | "pool" | WATCH_ITEM => {
                     let (slots, max, list) = match item {
                         "rule" => (&c.rules, MAX_RULES, 0),
-                        _ => (&c.pools, MAX_POOLS, 1),
+                        "pool" => (&c.pools, MAX_POOLS, 1),
+                        _ => (&c.watches, MAX_POOLS, 2),
                     };
-                    let entry = slotted(i + 1, value, max, slots)?;
-                    [&mut c.rules, &mut c.pools][list].push(entry);
+                    let entry = slotted(i + 1, value, max, slots, item == WATCH_ITEM)?;
+                    [&mut c.rules, &mut c.pools, &mut c.watches][list].push(entry);
                 }
                 _ => {
                     return Err(ConfigError::UnknownItem {
@@ -198,12 +226,17 @@ pub fn with_latency_sample(mut text: String, every: u32) -> String {
     text
 }
 
-/// Reads `SLOT RULE` whose slot is below `max` and not among `taken`.
+/// The configuration item naming which calls of a pool are timed.
+const WATCH_ITEM: &str = "watch";
+
+/// Reads `SLOT RULE` (or `SLOT CONDITIONS` for a `watch`) whose slot is below `max` and
+/// not among `taken`.
 fn slotted(
     line: usize,
     value: &str,
     max: usize,
     taken: &[Slotted],
+    watch: bool,
 ) -> Result<Slotted, ConfigError> {
     let (slot_text, rule_text) = value.split_once(' ').unwrap_or((value, ""));
     let slot = slot_text
@@ -214,7 +247,12 @@ fn slotted(
             line,
             slot: slot_text.to_owned(),
         })?;
-    let rule = parse_rule(rule_text).map_err(|source| ConfigError::Rule { line, source })?;
+    let rule = if watch {
+        Slotted::watch(slot, rule_text).map(|w| w.rule)
+    } else {
+        parse_rule(rule_text)
+    };
+    let rule = rule.map_err(|source| ConfigError::Rule { line, source })?;
     Ok(Slotted { slot, rule })
 }
 
@@ -234,7 +272,9 @@ mod tests {
                 slot: 3,
                 rule: parse_rule("md: class=metadata rate=10k/s").unwrap(),
             }],
+            watches: vec![Slotted::watch(3, "op=getattr,open job=7").unwrap()],
         };
+        assert!(c.to_text().contains("\nwatch 3 op=getattr,open job=7\n"));
         assert_eq!(StageConfig::from_text(&c.to_text()).unwrap(), c);
     }
 

@@ -169,7 +169,7 @@ impl Gate<'_> {
     /// and by every pool it belongs to: when one of them is congested, it waits for that
     /// one. A call that takes tokens from its thread's batches reads one coarse clock.
     ///
-    /// One call in the configuration's `latency_sample` of those a pool admits (per
+    /// One call in the configuration's `latency_sample` of those a pool times (per
     /// thread), and the first after each tick of the coarse clock, is timed: the precise clock is read here, as the last thing before the real
     /// call, and again in [`Gate::finish`].
     #[inline(always)]
@@ -191,16 +191,15 @@ impl Gate<'_> {
             }
             self.pass(ts, clock, i, cost, &mut coarse);
         }
-        if coarse == 0 && !plan.pools().is_empty() {
+        if coarse == 0 && plan.timed() {
             // The call waited, which made its clock stale: it slept, one more read is free.
             coarse = clock.coarse_ns();
         }
-        let started =
-            if !plan.pools().is_empty() && ts.sample(self.compiled.latency_sample(), coarse) {
-                clock.now_ns().max(1)
-            } else {
-                0
-            };
+        let started = if plan.timed() && ts.sample(self.compiled.latency_sample(), coarse) {
+            clock.now_ns().max(1)
+        } else {
+            0
+        };
         Ticket {
             op,
             size,
@@ -308,7 +307,7 @@ impl Gate<'_> {
         let (shard, owned) = ts.shard(self.segment);
         if ticket.started != 0 {
             let took = clock.now_ns().saturating_sub(ticket.started);
-            for &ch in ticket.plan.pools() {
+            for ch in ticket.plan.timing_pools() {
                 shard.latency[ch as usize - MAX_RULES].record(took, owned);
             }
         }

@@ -110,7 +110,7 @@ impl State {
                 let compiled = StageConfig::from_text(&text).map(|c| {
                     let mut compiled =
                         self.compiled()
-                            .recompiled(&c.rules, &c.pools, &self.identity);
+                            .recompiled(&c.rules, &c.pools, &c.watches, &self.identity);
                     compiled.set_latency_sample(latency_sample_of(&text));
                     compiled
                 });
@@ -217,8 +217,14 @@ fn load(path: &CStr) -> Result<(State, String), String> {
         exe: exe_name(),
     };
     let mounts = managed_mounts(&config);
-    let mut compiled = Compiled::new(&config.rules, &config.pools, &identity, mounts.as_deref())
-        .map_err(|e| e.to_string())?;
+    let mut compiled = Compiled::new(
+        &config.rules,
+        &config.pools,
+        &config.watches,
+        &identity,
+        mounts.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     compiled.set_latency_sample(latency_sample_of(&text));
     let nested = nested_places(compiled.places());
     let managed_letters = compiled.places().managed_letters();

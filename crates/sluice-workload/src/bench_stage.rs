@@ -94,8 +94,8 @@ impl Bench {
             .init("job bench\n", &[(0, limit)], 0)
             .expect("config fits");
         let rules = StageConfig::slot_in_order(vec![rule]);
-        let compiled =
-            Compiled::new(&rules, &[], &Identity::default(), None).expect("no places to check");
+        let compiled = Compiled::new(&rules, &[], &[], &Identity::default(), None)
+            .expect("no places to check");
         Bench { segment, compiled }
     }
 

@@ -50,6 +50,7 @@ struct RawAuto {
     max: Option<String>,
     step: Option<String>,
     backoff: Option<f64>,
+    watch: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -194,12 +195,14 @@ impl RawPool {
         )?;
         if let Some(a) = auto {
             spec.auto = Some(AutoSpec::check(
+                &spec.rule(),
                 &spec.capacity,
                 &a.target_p99,
                 a.min.as_deref(),
                 a.max.as_deref(),
                 a.step.as_deref(),
                 a.backoff,
+                a.watch.as_deref(),
             )?);
         }
         Ok(spec)
@@ -319,13 +322,18 @@ pub(super) fn render(config: &ControlConfig) -> String {
             Some(a) => {
                 let _ = writeln!(
                     out,
-                    "capacity = \"auto\"\nauto = {{ target_p99 = {}, start = {}, min = {}, max = {}, step = {}, backoff = {} }}",
+                    "capacity = \"auto\"\nauto = {{ target_p99 = {}, start = {}, min = {}, max = {}, step = {}, backoff = {}{} }}",
                     quote(&format_duration(a.target_p99)),
                     quote(&pool.capacity.to_string()),
                     quote(&a.min.to_string()),
                     quote(&a.max.to_string()),
                     quote(&a.step.to_string()),
-                    float(a.backoff)
+                    float(a.backoff),
+                    if a.watch.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", watch = {}", quote(&a.watch))
+                    }
                 );
             }
         }

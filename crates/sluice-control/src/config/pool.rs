@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use sluice_core::rule::{Cond, ParseError, Rate, Rule, Unit, parse_rule};
+use sluice_core::op::Op;
+use sluice_core::rule::{ParseError, Rate, Rule, Unit, parse_conditions, parse_rule};
 use sluice_policy::registry::{self, INTERVAL_S};
 use sluice_policy::{ParamValue, Params};
 
@@ -46,6 +47,9 @@ pub struct AutoSpec {
     pub step: Rate,
     /// The capacity is multiplied by this when the target is missed, in (0, 1).
     pub backoff: f64,
+    /// The calls whose latency counts (conditions in normal form, as a filter): a call of
+    /// the pool is timed only if it also meets these; empty for every call of the pool.
+    pub watch: String,
 }
 
 impl AutoSpec {
@@ -53,16 +57,19 @@ impl AutoSpec {
     /// empties faster than a network's, so a gentler cut settles sooner).
     pub const DEFAULT_BACKOFF: f64 = 0.7;
 
-    /// Checks an automatic pool's settings against its `start` capacity; `None` fields
-    /// take their defaults: min a tenth of start, max a hundred times start, step a tenth
-    /// of start.
+    /// Checks an automatic pool's settings against its `start` capacity and its filter
+    /// (`pool`, the pool as a rule); `None` fields take their defaults: min a tenth of
+    /// start, max a hundred times start, step a tenth of start, every call watched.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn check(
+        pool: &Rule,
         start: &Rate,
         target_p99: &str,
         min: Option<&str>,
         max: Option<&str>,
         step: Option<&str>,
         backoff: Option<f64>,
+        watch: Option<&str>,
     ) -> Result<AutoSpec, FieldError> {
         let target_p99 = super::duration::parse_millis(target_p99)
             .map_err(|e| FieldError::new("auto", format_args!("target_p99: {e}")))?;
@@ -95,6 +102,7 @@ impl AutoSpec {
             max: rate("max", max, start.per_sec.saturating_mul(100))?,
             step: rate("step", step, start.per_sec / 10)?,
             backoff: backoff.unwrap_or(Self::DEFAULT_BACKOFF),
+            watch: watch.map_or(Ok(String::new()), |w| checked_watch(pool, w))?,
         };
         if spec.max.per_sec < spec.min.per_sec {
             return Err(FieldError::new(
@@ -110,6 +118,35 @@ impl AutoSpec {
         }
         Ok(spec)
     }
+}
+
+/// Checks an automatic pool's `watch`: conditions only, and at least one operation the
+/// pool holds meets them (else the pool would time nothing and never find its capacity).
+fn checked_watch(pool: &Rule, watch: &str) -> Result<String, FieldError> {
+    let error =
+        |why: &dyn fmt::Display| FieldError::new("auto", format_args!("watch = {watch:?}: {why}"));
+    if let Some(key) = watch
+        .split_whitespace()
+        .filter_map(|token| token.split(['<', '>', '=']).next())
+        .find(|key| ["rate", "burst"].contains(key))
+    {
+        return Err(error(&format_args!("conditions only, no {key}=")));
+    }
+    let conds = parse_conditions(watch).map_err(|e| error(&e))?;
+    let watched = Rule {
+        conds,
+        ..pool.clone()
+    };
+    if !Op::ALL
+        .iter()
+        .any(|&op| pool.matches_op(op) && watched.matches_op(op))
+    {
+        return Err(error(&format_args!(
+            "no operation of the pool ({}) meets it",
+            pool.filter()
+        )));
+    }
+    Ok(watched.filter())
 }
 
 /// What is wrong with one field of an item; the caller names the item.
@@ -219,7 +256,7 @@ impl PoolSpec {
         }
         let pool = PoolSpec {
             name: name.to_owned(),
-            filter: filter_of(&rule),
+            filter: rule.filter(),
             capacity: capacity_rate,
             algorithm: algorithm.to_owned(),
             params,
@@ -313,12 +350,6 @@ fn checked_rule(name: &str, filter: &str, capacity: &str) -> Result<Rule, FieldE
         };
         FieldError::new("match", error)
     })
-}
-
-/// The conditions of a rule in normal form, as a pool's filter keeps them.
-fn filter_of(rule: &Rule) -> String {
-    let conds: Vec<String> = rule.conds.iter().map(Cond::to_string).collect();
-    conds.join(" ")
 }
 
 /// The pools' names for an error message: `pools: a, b`, or `there are no pools`.

@@ -54,6 +54,8 @@ pub struct Policy {
     pub pools: Vec<Rule>,
     /// The administrator's rules, in order; tried before a launcher's own.
     pub rules: Vec<Rule>,
+    /// Pool name → the conditions of its watch (see [`StageConfig::watches`]), checked.
+    pub watches: BTreeMap<String, String>,
 }
 
 impl Policy {
@@ -65,9 +67,14 @@ impl Policy {
                 .map(|t| parse_rule(t).map_err(|e| anyhow::anyhow!("policy rule '{t}': {e}")))
                 .collect()
         };
+        for (pool, conditions) in &p.watches {
+            Slotted::watch(0, conditions)
+                .map_err(|e| anyhow::anyhow!("watch of pool {pool} '{conditions}': {e}"))?;
+        }
         Ok(Policy {
             pools: parse(&p.pools)?,
             rules: parse(&p.rules)?,
+            watches: p.watches.clone(),
         })
     }
 }
@@ -125,6 +132,13 @@ impl LocalJob {
             |r| r.name.clone().unwrap_or_default(),
             MAX_POOLS,
         );
+        let watches = pools
+            .iter()
+            .filter_map(|p| {
+                let conditions = policy.watches.get(p.rule.name.as_deref()?)?;
+                Some(Slotted::watch(p.slot, conditions).expect("checked by Policy::from_proto"))
+            })
+            .collect();
         Ok(StageConfig {
             job: record.job.clone(),
             user: Some(record.user.clone()).filter(|u| !u.is_empty()),
@@ -132,6 +146,7 @@ impl LocalJob {
             fs_types: record.fs_types.clone(),
             rules,
             pools,
+            watches,
         })
     }
 

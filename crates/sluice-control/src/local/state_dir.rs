@@ -63,6 +63,9 @@ pub fn forget(state_dir: &Path, job: &str) {
 struct SavedPolicy {
     pools: Vec<String>,
     rules: Vec<String>,
+    /// Absent from a state directory written before pools had watches.
+    #[serde(default)]
+    watches: std::collections::BTreeMap<String, String>,
 }
 
 fn policy_path(state_dir: &Path) -> PathBuf {
@@ -75,6 +78,7 @@ pub fn save_policy(state_dir: &Path, policy: &super::Policy) {
     let saved = SavedPolicy {
         pools: policy.pools.iter().map(ToString::to_string).collect(),
         rules: policy.rules.iter().map(ToString::to_string).collect(),
+        watches: policy.watches.clone(),
     };
     let text = serde_json::to_vec_pretty(&saved).expect("a policy serializes");
     if let Err(e) = write_atomically(&policy_path(state_dir), &text) {
@@ -90,6 +94,7 @@ pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
         pools: saved.pools,
         rules: saved.rules,
         interval_s: 0.0,
+        watches: saved.watches,
     };
     super::Policy::from_proto(&proto).ok()
 }

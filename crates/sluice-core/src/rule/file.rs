@@ -21,7 +21,6 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::parse::{ParseError, parse_conditions, read_name_text};
-use super::print::Conditions;
 use super::rate::{self, Rate, Unit};
 use super::{Rule, quantity};
 
@@ -161,11 +160,7 @@ impl RulesFile {
                 let _ = writeln!(out, "name = {}", quote(name));
             }
             if !rule.conds.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "match = {}",
-                    quote(&Conditions(&rule.conds).to_string())
-                );
+                let _ = writeln!(out, "match = {}", quote(&rule.filter()));
             }
             let _ = writeln!(out, "rate = {}", quote(&rule.rate.to_string()));
             // A count of operations is a TOML integer while it fits one; anything else is

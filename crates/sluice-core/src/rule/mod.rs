@@ -33,7 +33,7 @@ mod tests;
 
 pub use fields::{Cond, FIELDS, Field, Scope, keys_markdown};
 pub use file::{RulesFile, RulesFileError};
-pub use parse::{ParseError, parse_rule};
+pub use parse::{ParseError, parse_conditions, parse_rule};
 pub use rate::{Rate, Unit};
 
 use crate::op::Op;
@@ -170,6 +170,12 @@ impl Rule {
             Cond::Size(cmp, bound) => Some((*cmp, *bound)),
             _ => None,
         })
+    }
+
+    /// The conditions in normal form, separated by single spaces, without name or rate:
+    /// a pool's filter, a rules file's `match`.
+    pub fn filter(&self) -> String {
+        print::Conditions(&self.conds).to_string()
     }
 
     /// The burst: the one written in the rule, else [`Rate::default_burst`], 10 ms worth

@@ -162,8 +162,9 @@ impl FromStr for Rule {
     }
 }
 
-/// Reads the conditions alone (the `match` of a rules file): no name, rate or burst.
-pub(crate) fn parse_conditions(input: &str) -> Result<Vec<Cond>, ParseError> {
+/// Reads the conditions alone (the `match` of a rules file, a pool's watch): no name,
+/// rate or burst.
+pub fn parse_conditions(input: &str) -> Result<Vec<Cond>, ParseError> {
     let mut conds = Vec::new();
     for token in tokens(input) {
         match Pair::split(token) {

@@ -337,6 +337,14 @@ fn automatic_pools_are_read_written_and_checked() {
             "target_p99 = \"5ms\", start = \"1k/s\", backoff = 1.5",
             "backoff = 1.5: must be in (0, 1)",
         ),
+        (
+            "target_p99 = \"5ms\", start = \"1k/s\", watch = \"op=getattr rate=5/s\"",
+            "watch = \"op=getattr rate=5/s\": conditions only, no rate=",
+        ),
+        (
+            "target_p99 = \"5ms\", start = \"1k/s\", watch = \"op=stat\"",
+            "watch = \"op=stat\": at column 4 ('stat')",
+        ),
     ] {
         let e = auto_error(auto);
         assert!(
@@ -344,6 +352,40 @@ fn automatic_pools_are_read_written_and_checked() {
             "{auto}: {e}"
         );
     }
+}
+
+/// An automatic pool's `watch`: the calls whose latency steers it, read in normal form,
+/// written back, carried to the local controllers, and refused when no call of the pool
+/// could meet it.
+#[test]
+fn an_automatic_pools_watch_is_read_written_and_checked() {
+    let pool = |watch: &str| {
+        format!(
+            "[[pool]]\nname = \"md\"\nmatch = \"class=metadata,directory\"\n\
+             capacity = \"auto\"\nalgorithm = \"psfa\"\n\
+             auto = {{ target_p99 = \"5ms\", start = \"1k/s\", watch = \"{watch}\" }}\n"
+        )
+    };
+    let config = ControlConfig::parse(&pool("op=open,getattr  user=alice")).unwrap();
+    let auto = config.pools[0].auto.as_ref().unwrap();
+    assert_eq!(auto.watch, "op=open,getattr user=alice");
+    let written = config.to_toml();
+    assert!(
+        written.contains(", watch = \"op=open,getattr user=alice\" }"),
+        "{written}"
+    );
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    assert!(
+        !ControlConfig::parse(&pool("op=getattr").replace(", watch = \"op=getattr\"", ""))
+            .unwrap()
+            .to_toml()
+            .contains("watch")
+    );
+    assert_eq!(
+        error(&pool("class=data")),
+        "config:6: pool[1] \"md\": auto: watch = \"class=data\": no operation of the pool \
+         (class=metadata,directory) meets it"
+    );
 }
 
 /// A job's known I/O period: read, written back, and refused at zero.
