@@ -41,7 +41,7 @@ TARGET_MS=auto           # p99 target of the auto pool: from the first auto run 
 START=1000               # the auto pool's starting capacity
 WATCH='op=getattr,open'  # the calls whose latency steers the auto pool ('' for every call)
 SETUPS="none static pool pool-lim auto auto-lim"
-TL_SETUP=auto-lim        # the set-up of the timeline: auto or auto-lim
+TL_SETUP=auto            # the set-up of the timeline: auto or auto-lim
 MAX_SECS=600
 QUIET_WAIT=15            # at most this long waiting for a quiet machine before a run (10 min budget)
 TIMELINE=1
@@ -58,7 +58,7 @@ options:
   --reserve R|auto   victim's limit in the pool, ops/s     (default: rate alone, rounded down to 50)
   --agg-rate R       aggressor's static rule / pool limit  (default $AGG_RATE)
   --target MS|auto   auto pool's p99 target, whole ms      (default: the pool's median p99 in an
-                     auto run with the victim alone, times 1.25, rounded, within 2-10 ms)
+                     auto run with the victim alone, times 2, rounded up, within 2-10 ms)
   --start R          auto pool's starting capacity         (default $START)
   --watch CONDS      the calls whose p99 steers the auto pool (default '$WATCH'; '' for
                      every call of the pool: the aggressors' creates and unlinks too)
@@ -343,8 +343,11 @@ one alone 1
 [ "$RESERVE" != auto ] || RESERVE=$(( ALONE_RATE / 50 * 50 ))
 say "victim alone: $ALONE_RATE/s; its reservation in the pool: $RESERVE/s"
 
-# the p99 target: the pool's own p99 (all its jobs' sampled calls, without the throttle's
-# wait) with the victim alone under an auto pool, ×1.25, kept within 2-10 ms
+# the p99 target: the pool's own p99 (its watched calls, without the throttle's wait) with
+# the victim alone under an auto pool, ×2, rounded up, kept within 2-10 ms. Not closer:
+# on this machine a stat's latency rises at low rates as well (idle CPUs wake slowly),
+# so a target near the p99 alone (×1.25 gave 3 ms) cannot be held at any capacity, and
+# AIMD cuts the pool to its floor (README, "Run with the watch")
 if [ "$TARGET_MS" = auto ]; then
     TARGET_MS=100   # a target nobody reaches: the pool only measures
     say "calibrating the p99 target: victim alone under an automatic pool"
@@ -362,7 +365,7 @@ if [ "$TARGET_MS" = auto ]; then
     wait "$cpid" || true
     stop_local
         # (whole milliseconds: the configuration takes no fraction of one)
-    TARGET_MS=$(printf '%s\n' "${p99s[@]}" | sort -g | awk '{ a[NR] = $1 } END { m = a[int((NR + 1) / 2)] * 1000 * 1.25; m = int(m + 0.5); if (m < 2) m = 2; if (m > 10) m = 10; print m }')
+    TARGET_MS=$(printf '%s\n' "${p99s[@]}" | sort -g | awk '{ a[NR] = $1 } END { m = a[int((NR + 1) / 2)] * 1000 * 2; m = (m == int(m)) ? m : int(m) + 1; if (m < 2) m = 2; if (m > 10) m = 10; print m }')
     say "  pool p99 with the victim alone: $(printf '%s ' "${p99s[@]}")s; target $TARGET_MS ms"
 fi
 
