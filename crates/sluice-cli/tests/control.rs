@@ -286,9 +286,7 @@ fn an_automatic_pool_times_only_the_calls_it_watches() {
     let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
     let s = Scratch::new();
     let p99 = || {
-        let o = local.admin(&["pool", "list", "--json"]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let v = local.pools();
         let of = |name: &str| {
             v["pools"]
                 .as_array()

@@ -24,6 +24,7 @@ pub const MAX_PLAN: usize = 1 + MAX_POOLS;
 /// Worked out for every operation and place when the rules change, so that admitting a
 /// call is one table lookup; only data calls under rules with a size condition are worked
 /// out per call.
+///
 /// 32 bytes and aligned to them, so that reading a plan never touches two cache lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(align(32))]
@@ -40,6 +41,8 @@ pub struct Plan {
     /// call meets the pool's watch, or the pool has none).
     watched: u32,
 }
+
+const _: () = assert!(size_of::<Plan>() == 32);
 
 impl Plan {
     const EMPTY: Plan = Plan {

@@ -171,6 +171,17 @@ impl Local {
         serde_json::from_slice(&o.stdout).expect("jobs JSON")
     }
 
+    /// `sluice pool list --json`, parsed.
+    pub fn pools(&self) -> Value {
+        let o = self.admin(&["pool", "list", "--json"]);
+        assert!(
+            o.status.success(),
+            "sluice pool list: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).expect("pools JSON")
+    }
+
     /// `sluice run --socket SOCKET --job JOB [extra…] -- CMD…`, started.
     pub fn job(&self, job: &str, extra: &[&str], cmd: &[&str]) -> Child {
         Command::new(sluice_bin())
