@@ -32,8 +32,8 @@ pub const MAX_PLAN: usize = 1 + MAX_POOLS;
 pub struct Plan {
     chans: [u8; MAX_PLAN],
     len: u8,
-    /// Bit `j`: the `j`-th pool of the plan (`chans[j]` after the rule) times this call
-    /// when it samples latency (the call meets the pool's watch, or the pool has none).
+    /// Bit `j`: the plan's `j`-th pool (`pools()[j]`) times this call when it samples
+    /// latency (the call meets the pool's watch, or the pool has none).
     watched: u16,
     /// Bit `k` below [`RULE`]: `chans[k]` charges bytes; then the flags [`RULE`] and
     /// [`SIZED`].
