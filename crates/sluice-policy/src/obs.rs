@@ -2,6 +2,7 @@
 //! and one [`Observation`] per active job, checked once by [`Round::new`] so that no
 //! algorithm has to guard against NaN, negative rates or duplicate ids.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -201,6 +202,9 @@ pub struct Round<'a, A = f64> {
     capacity: A,
     interval_s: f64,
     jobs: &'a [Observation<A>],
+    /// Whether `jobs` come in increasing order of id, as the controllers give them:
+    /// their order by id is then their index order, and no id need be compared again.
+    by_id: bool,
 }
 
 impl<'a, A: Amount> Round<'a, A> {
@@ -225,15 +229,19 @@ impl<'a, A: Amount> Round<'a, A> {
                 problem: Problem::NotPositive,
             });
         }
-        let mut seen = HashSet::with_capacity(jobs.len());
         for (index, job) in jobs.iter().enumerate() {
             job.check(index)?;
-            if !seen.insert(job.id.as_str()) {
+        }
+        // Strictly increasing ids are unique: a set of them is needed only otherwise.
+        let by_id = jobs.windows(2).all(|w| w[0].id < w[1].id);
+        if !by_id {
+            let mut seen = HashSet::with_capacity(jobs.len());
+            if let Some(index) = jobs.iter().position(|job| !seen.insert(job.id.as_str())) {
                 return Err(PolicyError::Job {
                     index,
                     field: JobField::Id,
                     part: "",
-                    problem: Problem::DuplicateId(job.id.clone()),
+                    problem: Problem::DuplicateId(jobs[index].id.clone()),
                 });
             }
         }
@@ -241,6 +249,7 @@ impl<'a, A: Amount> Round<'a, A> {
             capacity,
             interval_s,
             jobs,
+            by_id,
         })
     }
 
@@ -258,6 +267,16 @@ impl<'a, A: Amount> Round<'a, A> {
     pub fn jobs(&self) -> &'a [Observation<A>] {
         self.jobs
     }
+
+    /// Jobs `a` and `b` (indices) in order of id: the tie-break that makes every
+    /// service order independent of the order the jobs came in.
+    pub(crate) fn cmp_ids(&self, a: usize, b: usize) -> Ordering {
+        if self.by_id {
+            a.cmp(&b)
+        } else {
+            self.jobs[a].id.cmp(&self.jobs[b].id)
+        }
+    }
 }
 
 impl Round<'_, f64> {
@@ -265,9 +284,10 @@ impl Round<'_, f64> {
     /// reservation-first algorithms (PADLL's proportional sharing and PSFA).
     pub(crate) fn by_limit_then_id(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.jobs.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (a, b) = (&self.jobs[a], &self.jobs[b]);
-            a.limit.total_cmp(&b.limit).then_with(|| a.id.cmp(&b.id))
+        // Ids are unique, so no two jobs tie: an unstable sort gives the one order.
+        order.sort_unstable_by(|&a, &b| {
+            let limit = self.jobs[a].limit.total_cmp(&self.jobs[b].limit);
+            limit.then_with(|| self.cmp_ids(a, b))
         });
         order
     }
@@ -275,5 +295,53 @@ impl Round<'_, f64> {
     /// One field of every job, in job order.
     pub(crate) fn column(&self, field: impl Fn(&Observation) -> f64) -> Vec<f64> {
         self.jobs.iter().map(field).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs(ids_and_limits: &[(&str, f64)]) -> Vec<Observation> {
+        ids_and_limits
+            .iter()
+            .map(|&(id, limit)| Observation::new(id, limit, 0.0, 0.0))
+            .collect()
+    }
+
+    #[test]
+    fn a_duplicate_id_is_refused_in_order_or_not() {
+        for list in [
+            &[("a", 1.0), ("a", 1.0)][..],
+            &[("b", 1.0), ("a", 1.0), ("b", 1.0)],
+        ] {
+            let err = Round::new(10.0, 1.0, &jobs(list)).expect_err("duplicate");
+            assert!(
+                matches!(
+                    err,
+                    PolicyError::Job {
+                        field: JobField::Id,
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_service_order_breaks_ties_by_id_whatever_the_order_given() {
+        let sorted = jobs(&[("a", 2.0), ("b", 1.0), ("c", 2.0), ("d", 1.0)]);
+        let shuffled = jobs(&[("c", 2.0), ("d", 1.0), ("a", 2.0), ("b", 1.0)]);
+        let ids = |list: &[Observation]| {
+            let round = Round::new(10.0, 1.0, list).expect("valid");
+            let order = round.by_limit_then_id();
+            order
+                .iter()
+                .map(|&i| list[i].id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&sorted), ["b", "d", "a", "c"]);
+        assert_eq!(ids(&shuffled), ["b", "d", "a", "c"]);
     }
 }

@@ -151,8 +151,8 @@ impl Allocator for Set10 {
 
         let mut rates = vec![0.0; jobs.len()];
         for (members, share) in sets.values_mut().zip(shares) {
-            members.sort_by(|&a, &b| {
-                (phase_start[a].cmp(&phase_start[b])).then_with(|| jobs[a].id.cmp(&jobs[b].id))
+            members.sort_unstable_by(|&a, &b| {
+                (phase_start[a].cmp(&phase_start[b])).then_with(|| round.cmp_ids(a, b))
             });
             let mut left = share;
             for &i in members.iter() {
