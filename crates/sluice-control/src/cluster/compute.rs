@@ -13,7 +13,9 @@ use sluice_core::segment::Latency;
 use sluice_policy::{Observation, Round};
 
 use super::registry::effective;
-use super::{ChannelObs, Cluster, ClusterError, NodeRates, Placement, Pool, Settings, ShareView};
+use super::{
+    ChannelObs, Cluster, ClusterError, Grouping, NodeRates, Placement, Pool, Settings, ShareView,
+};
 
 /// One placement (a job on a node) of this cycle, in the order of the nodes, then of
 /// their jobs, by name: the order in which [`Cluster::changes`] walks them again.
@@ -40,13 +42,17 @@ struct Context<'a> {
     order: Vec<usize>,
     /// Every job placed on some node, by id.
     jobs: Vec<Job<'a>>,
+    /// The cluster's layout.
+    layout: u64,
     settings: &'a BTreeMap<String, Settings>,
     node_floor: f64,
     interval_s: f64,
 }
 
 impl<'a> Context<'a> {
-    fn new(cluster: &'a Cluster, interval_s: f64) -> Self {
+    /// The placements of `cluster`, grouped by job: as `grouping` has them when it is of
+    /// the cluster's layout, else sorted afresh.
+    fn new(cluster: &'a Cluster, interval_s: f64, grouping: Grouping) -> Self {
         let mut entries = Vec::new();
         for node in cluster.nodes.values() {
             for (job, placement) in &node.jobs {
@@ -57,48 +63,60 @@ impl<'a> Context<'a> {
                 });
             }
         }
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        // Stable: a job's placements stay in the order of their nodes.
-        order.sort_by(|&a, &b| entries[a].job.cmp(entries[b].job));
-        let mut jobs: Vec<Job<'a>> = Vec::new();
-        for (at, &e) in order.iter().enumerate() {
-            let entry = &entries[e];
-            match jobs.last_mut() {
-                Some(job) if job.name == entry.job => job.end = at + 1,
-                _ => jobs.push(Job {
-                    name: entry.job,
-                    start: at,
-                    end: at + 1,
-                    size: 0,
-                }),
-            }
-        }
-        for job in &mut jobs {
-            let reported = order[job.start..job.end]
-                .iter()
-                .map(|&e| entries[e].placement.nodes)
-                .max()
-                .unwrap_or(0);
-            job.size = if reported > 0 {
-                reported
-            } else {
-                (job.end - job.start) as u32
-            };
-        }
+        let (order, ranges) = if grouping.layout == Some(cluster.layout) {
+            (grouping.order, grouping.ranges)
+        } else {
+            group(&entries, grouping)
+        };
+        let jobs = ranges
+            .into_iter()
+            .map(|(start, end)| {
+                let reported = order[start..end]
+                    .iter()
+                    .map(|&e| entries[e].placement.nodes)
+                    .max()
+                    .unwrap_or(0);
+                Job {
+                    name: entries[order[start]].job,
+                    start,
+                    end,
+                    size: if reported > 0 {
+                        reported
+                    } else {
+                        (end - start) as u32
+                    },
+                }
+            })
+            .collect();
         Context {
             entries,
             order,
             jobs,
+            layout: cluster.layout,
             settings: &cluster.settings,
             node_floor: cluster.tuning.node_floor,
             interval_s,
         }
     }
 
+    /// The grouping, kept for the next cycle.
+    fn into_grouping(self) -> Grouping {
+        Grouping {
+            layout: Some(self.layout),
+            ranges: self.jobs.iter().map(|j| (j.start, j.end)).collect(),
+            order: self.order,
+        }
+    }
+
     /// One pool's round: its jobs' shares into `pool`, their per-node rates into
     /// `fresh` (by entry, `NaN` where no rate is pushed).
     fn run(&self, name: &str, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
-        forget_gone(pool, &self.jobs);
+        // The same jobs as at the pool's last round, in the same order: its lists
+        // already have their ids, and none of them left.
+        let known = pool.layout == Some(self.layout);
+        if !known {
+            forget_gone(pool, &self.jobs);
+        }
         // Under an algorithm that guarantees limits, a job nobody gave one reserves
         // nothing; elsewhere its demand stands in for PSFA's and PSharing's demandᵢ.
         let guarantees = sluice_policy::registry::find(&pool.plan.algorithm)
@@ -108,12 +126,15 @@ impl<'a> Context<'a> {
         // By observation: the job it is of.
         let mut members = Vec::new();
         let mut count = 0;
+        // By entry: its demand in this pool, read once for the round and the split.
+        let mut demands = vec![0.0; self.entries.len()];
         for (j, job) in self.jobs.iter().enumerate() {
             let mut g = Gathered::default();
             for &e in &self.order[job.start..job.end] {
                 let entry = &self.entries[e];
                 let obs = entry.placement.pools.get(name).copied().unwrap_or_default();
                 let demand = demand(&obs);
+                demands[e] = demand;
                 g.all_usage += obs.admitted;
                 g.all_demand += demand;
                 g.all_arrivals += obs.arrivals;
@@ -150,35 +171,32 @@ impl<'a> Context<'a> {
                     nodes: Some(job.size),
                     period_s: setting.period_s,
                 };
-                set_observation(&mut pool.observations, count, job.name, observation);
+                set_observation(&mut pool.observations, count, job.name, observation, known);
                 members.push(j);
                 count += 1;
             }
-            set_share(&mut pool.shares, j, job.name, share);
+            set_share(&mut pool.shares, j, job.name, share, known);
         }
         pool.observations.truncate(count);
         pool.active = count;
         let allocations = divide(pool, held_total, self.interval_s)?;
         for (&j, allocation) in members.iter().zip(allocations) {
             pool.shares[j].1.allocation += allocation;
-            self.split(&self.jobs[j], allocation, name, fresh);
+            self.split(&self.jobs[j], allocation, &demands, fresh);
         }
         pool.held = held_total;
+        pool.layout = Some(self.layout);
         Ok(())
     }
 
     /// Job `job`'s allocation among its connected nodes, into `fresh`: `node_floor` of
-    /// it equally, the rest by demand (equally when no node has any).
-    fn split(&self, job: &Job<'_>, allocation: f64, pool: &str, fresh: &mut [f64]) {
+    /// it equally, the rest by demand (`demands`, by entry; equally when no node has any).
+    fn split(&self, job: &Job<'_>, allocation: f64, demands: &[f64], fresh: &mut [f64]) {
         let connected = || {
             self.order[job.start..job.end]
                 .iter()
-                .map(|&e| (e, &self.entries[e]))
-                .filter(|(_, entry)| entry.connected)
-                .map(|(e, entry)| {
-                    let obs = entry.placement.pools.get(pool).copied().unwrap_or_default();
-                    (e, demand(&obs))
-                })
+                .filter(|&&e| self.entries[e].connected)
+                .map(|&e| (e, demands[e]))
         };
         let (count, total) = connected().fold((0.0, 0.0), |(n, t), (_, d)| (n + 1.0, t + d));
         for (e, d) in connected() {
@@ -186,6 +204,27 @@ impl<'a> Context<'a> {
             fresh[e] = allocation * (self.node_floor / count + (1.0 - self.node_floor) * part);
         }
     }
+}
+
+/// `entries` grouped by job, jobs by name, into `grouping`'s buffers.
+fn group(entries: &[Entry<'_>], grouping: Grouping) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let Grouping {
+        mut order,
+        mut ranges,
+        ..
+    } = grouping;
+    order.clear();
+    order.extend(0..entries.len());
+    // Stable: a job's placements stay in the order of their nodes.
+    order.sort_by(|&a, &b| entries[a].job.cmp(entries[b].job));
+    ranges.clear();
+    for (at, &e) in order.iter().enumerate() {
+        match ranges.last_mut() {
+            Some((start, end)) if entries[order[*start]].job == entries[e].job => *end = at + 1,
+            _ => ranges.push((at, at + 1)),
+        }
+    }
+    (order, ranges)
 }
 
 /// One job's figures in one pool, over its nodes.
@@ -219,7 +258,8 @@ impl Cluster {
         self.last_cycle = Some(cycle);
         self.find_capacities(cycle);
         let mut pools = std::mem::take(&mut self.pools);
-        let context = Context::new(self, interval_s);
+        let grouping = std::mem::take(&mut self.grouping);
+        let context = Context::new(self, interval_s, grouping);
         let width = context.entries.len();
         // By pool, by entry.
         let mut fresh = vec![f64::NAN; width * pools.len()];
@@ -230,11 +270,12 @@ impl Cluster {
                 break;
             }
         }
-        drop(context);
+        let grouping = context.into_grouping();
         let names: Vec<&String> = pools.keys().collect();
         let out = result.map(|()| self.changes(&names, &fresh, width));
         drop(names);
         self.pools = pools;
+        self.grouping = grouping;
         out
     }
 
@@ -322,12 +363,19 @@ fn forget_gone(pool: &mut Pool, jobs: &[Job<'_>]) {
 }
 
 /// Sets `list[at]` to `observation` of `id`, keeping the id already there when it is
-/// the same job (most are from one cycle to the next): no copy of the name.
-fn set_observation(list: &mut Vec<Observation>, at: usize, id: &str, observation: Observation) {
+/// the same job (most are from one cycle to the next; `known`: it is): no copy of the
+/// name.
+fn set_observation(
+    list: &mut Vec<Observation>,
+    at: usize,
+    id: &str,
+    observation: Observation,
+    known: bool,
+) {
     if let Some(slot) = list.get_mut(at) {
         let kept = std::mem::take(&mut slot.id);
         *slot = observation;
-        slot.id = reuse(kept, id);
+        slot.id = reuse(kept, id, known);
     } else {
         list.push(Observation {
             id: id.to_owned(),
@@ -337,18 +385,24 @@ fn set_observation(list: &mut Vec<Observation>, at: usize, id: &str, observation
 }
 
 /// Sets `list[at]` to `(id, share)` the same way.
-fn set_share(list: &mut Vec<(String, ShareView)>, at: usize, id: &str, share: ShareView) {
+fn set_share(
+    list: &mut Vec<(String, ShareView)>,
+    at: usize,
+    id: &str,
+    share: ShareView,
+    known: bool,
+) {
     if let Some(slot) = list.get_mut(at) {
         let kept = std::mem::take(&mut slot.0);
-        *slot = (reuse(kept, id), share);
+        *slot = (reuse(kept, id, known), share);
     } else {
         list.push((id.to_owned(), share));
     }
 }
 
-/// `id` in `buffer`, which is already it most of the time.
-fn reuse(mut buffer: String, id: &str) -> String {
-    if buffer != id {
+/// `id` in `buffer`, which is already it most of the time and surely when `known`.
+fn reuse(mut buffer: String, id: &str, known: bool) -> String {
+    if !known && buffer != id {
         buffer.clear();
         buffer.push_str(id);
     }

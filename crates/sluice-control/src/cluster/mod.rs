@@ -306,6 +306,23 @@ pub struct Cluster {
     /// By job: its setting for every pool, and by pool.
     settings: BTreeMap<String, Settings>,
     last_cycle: Option<u64>,
+    /// Moves whenever a placement comes or goes or a node connects or disconnects: while
+    /// it holds, every cycle has the same jobs in the same order, and a compute skips
+    /// what depends only on that (sorting placements by job, matching ids).
+    layout: u64,
+    /// The placements grouped by job at `layout`, by the last compute.
+    grouping: Grouping,
+}
+
+/// The placements of a cycle grouped by job (see `compute`), kept while the layout holds.
+#[derive(Default)]
+struct Grouping {
+    /// The layout it is of; `None` before the first compute.
+    layout: Option<u64>,
+    /// Indices of placements, grouped by job, jobs by name.
+    order: Vec<usize>,
+    /// Per job, by name: its placements, `order[start..end]`.
+    ranges: Vec<(usize, usize)>,
 }
 
 /// One pool: its plan, its algorithm (with its memory), and the last compute's figures.
@@ -322,6 +339,9 @@ struct Pool {
     held: f64,
     /// An automatic pool's capacity and what moved it last.
     auto: Option<AutoState>,
+    /// The cluster's layout at the last compute (`None` before it): while it holds,
+    /// `shares` and `observations` are of the same jobs in the same order.
+    layout: Option<u64>,
 }
 
 impl Pool {

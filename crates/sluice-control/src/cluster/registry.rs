@@ -143,12 +143,14 @@ impl Cluster {
         ended: Vec<String>,
     ) {
         let entry = self.node_mut(node);
-        entry.down_since = None;
+        let mut moved = entry.down_since.take().is_some();
         entry.last_report = Some(cycle);
-        if full {
+        if full && !entry.jobs.is_empty() {
             entry.jobs.clear();
+            moved = true;
         }
         for report in jobs {
+            moved |= !entry.jobs.contains_key(&report.job);
             let placement = entry.jobs.entry(report.job).or_default();
             placement.user = report.user;
             placement.nodes = report.nodes;
@@ -158,7 +160,10 @@ impl Cluster {
             }
         }
         for job in ended {
-            entry.jobs.remove(&job);
+            moved |= entry.jobs.remove(&job).is_some();
+        }
+        if moved {
+            self.layout += 1;
         }
     }
 
@@ -175,17 +180,23 @@ impl Cluster {
     /// next compute sends it every rate.
     pub fn node_connected(&mut self, node: &str) {
         let entry = self.node_mut(node);
-        entry.down_since = None;
+        let moved = entry.down_since.take().is_some();
         for placement in entry.jobs.values_mut() {
             placement.pushed.clear();
+        }
+        if moved {
+            self.layout += 1;
         }
     }
 
     /// `node`'s local controller went away at `cycle`: its rates stay counted, and its
     /// jobs stay placed there, until `stale_after` cycles have passed.
     pub fn node_disconnected(&mut self, node: &str, cycle: u64) {
-        if let Some(entry) = self.nodes.get_mut(node) {
-            entry.down_since.get_or_insert(cycle);
+        if let Some(entry) = self.nodes.get_mut(node)
+            && entry.down_since.is_none()
+        {
+            entry.down_since = Some(cycle);
+            self.layout += 1;
         }
     }
 
@@ -201,10 +212,14 @@ impl Cluster {
     /// Drops the nodes disconnected for `stale_after` cycles or more at `cycle`.
     pub(super) fn drop_stale(&mut self, cycle: u64) {
         let stale_after = self.tuning.stale_after;
+        let before = self.nodes.len();
         self.nodes.retain(|_, node| {
             node.down_since
                 .is_none_or(|since| cycle.saturating_sub(since) < stale_after)
         });
+        if self.nodes.len() != before {
+            self.layout += 1;
+        }
     }
 }
 
@@ -217,6 +232,7 @@ impl Pool {
             active: 0,
             held: 0.0,
             auto: plan.auto.as_ref().map(AutoState::new),
+            layout: None,
             plan,
         }
     }

@@ -134,3 +134,73 @@ fn a_job_that_has_not_started_gets_its_floor() {
     assert!(close(allocation(&c, "new"), 0.05 * CAPACITY));
     assert!(close(allocation(&c, "busy"), 0.95 * CAPACITY));
 }
+
+/// Every job's allocation in pool `md`, by id.
+fn allocations(c: &Cluster) -> BTreeMap<String, f64> {
+    c.jobs()
+        .into_iter()
+        .map(|j| (j.job.clone(), j.pools["md"].allocation))
+        .collect()
+}
+
+#[test]
+fn a_cluster_that_kept_its_grouping_through_changes_divides_as_a_fresh_one() {
+    // What each node reports at each cycle: jobs come, spread to a second node, end,
+    // and a node reports in full with fewer jobs; in between, cycles where nothing
+    // moves reuse the grouping.
+    let state: [Vec<(&str, Vec<NodeJob>)>; 6] = [
+        vec![("n1", vec![job("b", 3_000.0, 3_000.0)])],
+        vec![("n1", vec![job("b", 3_000.0, 3_000.0)])],
+        vec![
+            (
+                "n1",
+                vec![job("b", 3_000.0, 3_000.0), job("a", 9_000.0, 5_000.0)],
+            ),
+            (
+                "n2",
+                vec![job("a", 1_000.0, 1_000.0), job("c", 500.0, 500.0)],
+            ),
+        ],
+        vec![
+            (
+                "n1",
+                vec![job("b", 3_000.0, 3_000.0), job("a", 8_000.0, 5_000.0)],
+            ),
+            (
+                "n2",
+                vec![job("a", 1_000.0, 1_000.0), job("c", 500.0, 500.0)],
+            ),
+        ],
+        vec![
+            ("n1", vec![job("a", 8_000.0, 5_000.0)]),
+            (
+                "n2",
+                vec![job("a", 2_000.0, 1_000.0), job("c", 500.0, 500.0)],
+            ),
+        ],
+        vec![
+            ("n1", vec![job("a", 8_000.0, 5_000.0)]),
+            ("n2", vec![job("c", 700.0, 500.0)]),
+        ],
+    ];
+    let mut kept = cluster(vec![plan("md", "psfa", 0.1)]);
+    for (cycle, nodes) in (1..).zip(state) {
+        let mut fresh = cluster(vec![plan("md", "psfa", 0.1)]);
+        for (node, jobs) in nodes {
+            kept.report(node, cycle, true, jobs.clone(), vec![]);
+            fresh.report(node, cycle, true, jobs, vec![]);
+        }
+        kept.compute(cycle, 1.0).expect("computes");
+        fresh.compute(cycle, 1.0).expect("computes");
+        assert_eq!(allocations(&kept), allocations(&fresh), "cycle {cycle}");
+    }
+    // A node that goes and comes back changes the round's jobs too.
+    kept.node_disconnected("n2", 7);
+    kept.compute(7, 1.0).expect("computes");
+    assert_eq!(kept.pools()[0].jobs, 1, "only a is left to divide among");
+    kept.node_connected("n2");
+    kept.report("n2", 8, false, vec![], vec![]);
+    kept.compute(8, 1.0).expect("computes");
+    assert_eq!(kept.pools()[0].jobs, 2);
+    assert!(allocation(&kept, "c") > 0.0);
+}
