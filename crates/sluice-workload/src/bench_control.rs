@@ -30,16 +30,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
+use bytes::{BufMut, Bytes, BytesMut};
+use prost::Message;
 use sluice_control::cluster::{ChannelObs, NodeJob};
 use sluice_control::config::format_duration;
 use sluice_control::global::cycle_at;
 use sluice_control::local::{Deltas, Observed, report_message};
-use sluice_control::proto::control_client::ControlClient;
 use sluice_control::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
-use sluice_control::transport::{ConnectOptions, Endpoint, connect};
 use tokio::sync::{Semaphore, mpsc, watch};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::Streaming;
 
 /// Cycles run before the measured ones, so that every local has sent its full report
 /// and the global's state has its steady size.
@@ -57,6 +55,8 @@ const CONNECTING: usize = 128;
 /// Bound of the whole connection phase, and of the global's start.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(120);
 const START_DEADLINE: Duration = Duration::from_secs(10);
+/// The control stream's method, as gRPC names it on the wire.
+const SESSION_PATH: &str = "/sluice.v1.Control/Session";
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -423,23 +423,18 @@ struct Seen {
 type Timeline = Mutex<BTreeMap<u64, Seen>>;
 
 async fn simulate_async(global: SocketAddr, o: &ControlBenchOptions) -> Result<()> {
-    let endpoint = Endpoint::Tcp {
-        host: global.ip().to_string(),
-        port: global.port(),
-        tls: false,
-    };
     let timeline: Arc<Timeline> = Arc::default();
     let (ticks, tick) = watch::channel(0u64);
     let (ready_tx, mut ready) = mpsc::channel(o.locals);
     let connecting = Arc::new(Semaphore::new(CONNECTING));
     for index in 0..o.locals {
-        let (endpoint, tick, timeline) = (endpoint.clone(), tick.clone(), timeline.clone());
+        let (tick, timeline) = (tick.clone(), timeline.clone());
         let (ready_tx, connecting) = (ready_tx.clone(), connecting.clone());
         let interval_s = o.interval.as_secs_f64();
         let groups = ROTATION.min(o.locals);
         tokio::spawn(async move {
             let permit = connecting.acquire_owned().await;
-            let local = SimLocal::connect(index, groups, &endpoint, interval_s).await;
+            let local = SimLocal::connect(index, groups, global, interval_s).await;
             drop(permit);
             match local {
                 Ok(local) => {
@@ -528,15 +523,23 @@ fn until_boundary(k: u64, interval: Duration) -> Duration {
     Duration::from_nanos(boundary_ns(k, interval).saturating_sub(now_ns()))
 }
 
-/// One simulated local controller: its stream up and its stream down.
+/// One simulated local controller: a gRPC stream of its own, on a TCP connection of its
+/// own, spoken through `h2` directly and driven by the local's one task.
+///
+/// A real local sits on a node of its own; here a thousand share two cores with the
+/// global, and what the simulator spends is taken from the global. Through tonic, a
+/// report crosses three tasks (the local's, the request body's pipe and the
+/// connection's) before its `writev`; here the task that builds it also polls the
+/// connection, so a report costs one wake-up. The global sees the same frames either way.
 struct SimLocal {
     index: usize,
     /// Its demands move every `groups` cycles (`ROTATION`, or fewer with fewer locals).
     groups: usize,
     node: String,
     interval_s: f64,
-    up: mpsc::Sender<LocalMessage>,
-    down: Streaming<GlobalMessage>,
+    connection: h2::client::Connection<tokio::net::TcpStream, Bytes>,
+    up: h2::SendStream<Bytes>,
+    down: GrpcReader,
     /// What it sent of each job: as a real local, it leaves out jobs that hold.
     sent: Deltas,
 }
@@ -546,27 +549,40 @@ impl SimLocal {
     async fn connect(
         index: usize,
         groups: usize,
-        endpoint: &Endpoint,
+        global: SocketAddr,
         interval_s: f64,
     ) -> Result<SimLocal> {
         let node = format!("sim{index:05}");
-        let channel = connect(endpoint, &ConnectOptions::default()).await?;
-        // A few messages at most are in flight: one report per cycle.
-        let (up, rx) = mpsc::channel(4);
-        let hello = proto::Hello {
-            node: node.clone(),
-            version: 1,
-        };
-        up.send(LocalMessage {
-            body: Some(local_message::Body::Hello(hello)),
-        })
-        .await?;
-        let mut down = ControlClient::new(channel)
-            .session(ReceiverStream::new(rx))
+        let tcp = tokio::net::TcpStream::connect(global)
             .await
-            .with_context(|| format!("{node}: session"))?
-            .into_inner();
-        match down.message().await {
+            .with_context(|| format!("{node}: cannot connect to {global}"))?;
+        tcp.set_nodelay(true)?;
+        let (send, mut connection) = h2::client::handshake(tcp)
+            .await
+            .with_context(|| format!("{node}: HTTP/2 handshake"))?;
+        let request = http::Request::post(format!("http://{global}{SESSION_PATH}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())?;
+        let opening = async {
+            let (response, mut up) = send.ready().await?.send_request(request, false)?;
+            let hello = proto::Hello {
+                node: node.clone(),
+                version: 1,
+            };
+            up.send_data(grpc_frame(&local(local_message::Body::Hello(hello))), false)?;
+            anyhow::Ok((response.await?, up))
+        };
+        let (response, up) = tokio::select! {
+            opened = opening => opened.with_context(|| format!("{node}: session"))?,
+            ended = &mut connection => bail!("{node}: connection ended before the session: {ended:?}"),
+        };
+        let mut down = GrpcReader::new(response.into_body());
+        let first = tokio::select! {
+            message = down.next() => message,
+            ended = &mut connection => bail!("{node}: connection ended before the policy: {ended:?}"),
+        };
+        match first {
             Ok(Some(GlobalMessage {
                 body: Some(global_message::Body::Policy(_)),
             })) => {}
@@ -577,6 +593,7 @@ impl SimLocal {
             groups,
             node,
             interval_s,
+            connection,
             up,
             down,
             sent: Deltas::default(),
@@ -584,7 +601,7 @@ impl SimLocal {
     }
 
     /// Reports each cycle `tick` announces and notes the rates that come down, until
-    /// the ticks end.
+    /// the ticks end or the connection does.
     async fn run(mut self, mut tick: watch::Receiver<u64>, timeline: &Timeline) {
         let mut full = true;
         loop {
@@ -595,18 +612,16 @@ impl SimLocal {
                     }
                     let cycle = *tick.borrow_and_update();
                     let report = self.report(cycle, std::mem::take(&mut full));
-                    let message = LocalMessage {
-                        body: Some(local_message::Body::Report(report)),
-                    };
-                    // A full queue means the global stopped reading: the cycle will
-                    // show as a timeout.
-                    let _ = self.up.try_send(message);
+                    let frame = grpc_frame(&local(local_message::Body::Report(report)));
+                    if self.up.send_data(frame, false).is_err() {
+                        return;
+                    }
                     let now = now_ns();
                     let mut timeline = timeline.lock().expect("timeline");
                     let seen = timeline.entry(cycle).or_default();
                     seen.sent = seen.sent.max(now);
                 }
-                message = self.down.message() => match message {
+                message = self.down.next() => match message {
                     Ok(Some(GlobalMessage { body: Some(global_message::Body::Rates(r)) })) => {
                         let now = now_ns();
                         let mut timeline = timeline.lock().expect("timeline");
@@ -620,6 +635,8 @@ impl SimLocal {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => return,
                 },
+                // Writes what was queued, reads what came, answers pings.
+                _ = &mut self.connection => return,
             }
         }
     }
@@ -665,5 +682,70 @@ impl SimLocal {
         };
         self.sent.keep_changed(&mut observed, full);
         report_message(cycle, self.interval_s, full, observed)
+    }
+}
+
+/// `body` as a message of the control stream.
+fn local(body: local_message::Body) -> LocalMessage {
+    LocalMessage { body: Some(body) }
+}
+
+/// `message` in gRPC's framing: not compressed, its length, its bytes.
+fn grpc_frame(message: &impl Message) -> Bytes {
+    let len = message.encoded_len();
+    let mut frame = BytesMut::with_capacity(5 + len);
+    frame.put_u8(0);
+    frame.put_u32(len as u32);
+    message
+        .encode(&mut frame)
+        .expect("the buffer was sized for the message");
+    frame.freeze()
+}
+
+/// The global's messages out of an HTTP/2 response body, in gRPC's framing.
+struct GrpcReader {
+    body: h2::RecvStream,
+    /// Received bytes not yet a whole message.
+    pending: BytesMut,
+}
+
+impl GrpcReader {
+    fn new(body: h2::RecvStream) -> Self {
+        GrpcReader {
+            body,
+            pending: BytesMut::new(),
+        }
+    }
+
+    /// The next message; `None` when the stream ended.
+    async fn next(&mut self) -> Result<Option<GlobalMessage>> {
+        loop {
+            if let Some(message) = self.take()? {
+                return Ok(Some(message));
+            }
+            let Some(chunk) = self.body.data().await else {
+                return Ok(None);
+            };
+            let chunk = chunk?;
+            // Read, so the global may send as much again.
+            let _ = self.body.flow_control().release_capacity(chunk.len());
+            self.pending.extend_from_slice(&chunk);
+        }
+    }
+
+    /// A whole message off the front of `pending`, if there is one.
+    fn take(&mut self) -> Result<Option<GlobalMessage>> {
+        let Some(header) = self.pending.get(..5) else {
+            return Ok(None);
+        };
+        if header[0] != 0 {
+            bail!("a compressed message, which the simulator did not ask for");
+        }
+        let len = u32::from_be_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
+        if self.pending.len() < 5 + len {
+            return Ok(None);
+        }
+        let frame = self.pending.split_to(5 + len);
+        Ok(Some(GlobalMessage::decode(&frame[5..])?))
     }
 }
