@@ -8,6 +8,7 @@
 //! changed, and each pool's observations keep their ids from one cycle to the next.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use sluice_core::segment::Latency;
 use sluice_policy::{Observation, Round};
@@ -271,9 +272,8 @@ impl Cluster {
             }
         }
         let grouping = context.into_grouping();
-        let names: Vec<&String> = pools.keys().collect();
+        let names: Vec<Arc<str>> = pools.values().map(|p| p.name.clone()).collect();
         let out = result.map(|()| self.changes(&names, &fresh, width));
-        drop(names);
         self.pools = pools;
         self.grouping = grouping;
         out
@@ -309,7 +309,7 @@ impl Cluster {
 
     /// Records `fresh` (by pool, by entry) as pushed where it differs from what was,
     /// and returns those parts.
-    fn changes(&mut self, pools: &[&String], fresh: &[f64], width: usize) -> Vec<NodeRates> {
+    fn changes(&mut self, pools: &[Arc<str>], fresh: &[f64], width: usize) -> Vec<NodeRates> {
         let tolerance = self.tuning.tolerance;
         let mut out = Vec::new();
         let mut e = 0;
@@ -322,15 +322,15 @@ impl Cluster {
                     if rate.is_nan() {
                         continue;
                     }
-                    match placement.pushed.get_mut(pool.as_str()) {
+                    match placement.pushed.get_mut(pool) {
                         Some(last) if (rate - *last).abs() <= tolerance * last.abs() => {}
                         Some(last) => {
                             *last = rate;
-                            changed.insert((*pool).clone(), rate);
+                            changed.insert(pool.to_string(), rate);
                         }
                         None => {
-                            placement.pushed.insert((*pool).clone(), rate);
-                            changed.insert((*pool).clone(), rate);
+                            placement.pushed.insert(pool.clone(), rate);
+                            changed.insert(pool.to_string(), rate);
                         }
                     }
                 }

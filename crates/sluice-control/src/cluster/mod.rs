@@ -77,12 +77,14 @@
 
 mod auto;
 mod compute;
+mod pool_map;
 mod registry;
 #[cfg(test)]
 mod tests;
 mod view;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sluice_core::segment::Latency;
@@ -90,6 +92,7 @@ use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
 pub use auto::{AutoCapacity, AutoState};
+use pool_map::PoolMap;
 pub use view::{JobView, NodeView, PoolView, ShareView};
 
 /// A pool to divide among the jobs that use it.
@@ -327,6 +330,8 @@ struct Grouping {
 
 /// One pool: its plan, its algorithm (with its memory), and the last compute's figures.
 struct Pool {
+    /// `plan.name`, shared by every placement's figures in the pool.
+    name: Arc<str>,
     plan: PoolPlan,
     allocator: Box<dyn Allocator>,
     /// By job, sorted by id, as of the last compute.
@@ -370,9 +375,9 @@ struct Placement {
     user: String,
     nodes: u32,
     launchers: u32,
-    pools: BTreeMap<String, ChannelObs>,
+    pools: PoolMap<ChannelObs>,
     /// By pool: the rates last pushed, which the node enforces.
-    pushed: BTreeMap<String, f64>,
+    pushed: PoolMap<f64>,
 }
 
 /// A job's settings: for every pool, and per pool.

@@ -1,6 +1,7 @@
 //! What the controller is told: pools, settings, node reports and connections.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use sluice_core::segment::Latency;
 use sluice_policy::registry::{self, Policy};
@@ -70,7 +71,7 @@ impl Cluster {
         }
         for node in self.nodes.values_mut() {
             for placement in node.jobs.values_mut() {
-                placement.pushed.retain(|pool, _| next.contains_key(pool));
+                placement.pushed.retain(|pool| next.contains_key(pool));
             }
         }
         self.pools = next;
@@ -142,7 +143,8 @@ impl Cluster {
         jobs: Vec<NodeJob>,
         ended: Vec<String>,
     ) {
-        let entry = self.node_mut(node);
+        let pools = &self.pools;
+        let entry = node_in(&mut self.nodes, node);
         let mut moved = entry.down_since.take().is_some();
         entry.last_report = Some(cycle);
         if full && !entry.jobs.is_empty() {
@@ -156,7 +158,7 @@ impl Cluster {
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
             for (pool, obs) in report.pools {
-                placement.pools.insert(pool, sanitize(obs));
+                placement.pools.insert(intern(pools, pool), sanitize(obs));
             }
         }
         for job in ended {
@@ -200,13 +202,9 @@ impl Cluster {
         }
     }
 
-    /// `node`'s entry, made when new; its name is copied only then (every node
-    /// reports every cycle).
+    /// `node`'s entry, made when new.
     fn node_mut(&mut self, node: &str) -> &mut Node {
-        if !self.nodes.contains_key(node) {
-            self.nodes.insert(node.to_owned(), Node::default());
-        }
-        self.nodes.get_mut(node).expect("just made")
+        node_in(&mut self.nodes, node)
     }
 
     /// Drops the nodes disconnected for `stale_after` cycles or more at `cycle`.
@@ -226,6 +224,7 @@ impl Cluster {
 impl Pool {
     fn new(plan: PoolPlan, allocator: Box<dyn Allocator>) -> Self {
         Pool {
+            name: Arc::from(plan.name.as_str()),
             allocator,
             shares: Vec::new(),
             observations: Vec::new(),
@@ -235,6 +234,24 @@ impl Pool {
             layout: None,
             plan,
         }
+    }
+}
+
+/// `node`'s entry in `nodes`, made when new; its name is copied only then (every node
+/// reports every cycle).
+fn node_in<'a>(nodes: &'a mut BTreeMap<String, Node>, node: &str) -> &'a mut Node {
+    if !nodes.contains_key(node) {
+        nodes.insert(node.to_owned(), Node::default());
+    }
+    nodes.get_mut(node).expect("just made")
+}
+
+/// `pool` as the pool of that name in `pools` names itself, so that every placement's
+/// figures share its name (see `pool_map`); a name no pool has is kept as it came.
+fn intern(pools: &BTreeMap<String, Pool>, pool: String) -> Arc<str> {
+    match pools.get(&pool) {
+        Some(known) => known.name.clone(),
+        None => Arc::from(pool),
     }
 }
 
