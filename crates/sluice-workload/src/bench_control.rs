@@ -9,9 +9,14 @@
 //! sends its report of cycle `k`. The workload is a steady state, as on a real cluster
 //! where most jobs' demands hold from one interval to the next: each cycle the demands
 //! of a rotating tenth of the locals' jobs change (within each of those locals, so that
-//! the total stays the same), and only those jobs' rates change. A cycle's latency runs from its boundary to the moment the last `Rates` of
-//! that cycle reaches its local: every local has reported, the algorithm has run and the
-//! last changed rate has arrived. All locals share one process, hence one clock.
+//! the total stays the same), and only those jobs' rates change. A cycle's latency runs
+//! from its boundary to the moment the last `Rates` of that cycle reaches its local:
+//! every local has reported, the algorithm has run and the last changed rate has
+//! arrived. All locals share one process, hence one clock.
+//!
+//! The simulated locals are made light ([`SimLocal`], [`SimNode`]) because they share
+//! the global's cores here, where real ones would have a node each: what they spend,
+//! the global waits for. The global sees what real locals would send it.
 //!
 //! The simulator and the driver ([`run`]) speak over the simulator's stdout, one line
 //! each: `cpu` (sample the CPU time of both children now: printed at the boundary of the
