@@ -14,7 +14,7 @@
 //! every local has reported, the algorithm has run and the last changed rate has
 //! arrived. All locals share one process, hence one clock.
 //!
-//! The simulated locals are made light ([`SimLocal`], [`SimNode`]) because they share
+//! The simulated locals are made light (`SimLocal`, `SimNode`) because they share
 //! the global's cores here, where real ones would have a node each: what they spend,
 //! the global waits for. The global sees what real locals would send it.
 //!
@@ -68,7 +68,7 @@ const SESSION_PATH: &str = "/sluice.v1.Control/Session";
 pub struct ControlBenchOptions {
     /// Simulated local controllers.
     pub locals: usize,
-    /// Cycles measured (after [`WARMUP`] unmeasured ones).
+    /// Cycles measured (after `WARMUP` unmeasured ones).
     pub cycles: u64,
     /// The control interval of the global and of the locals.
     pub interval: Duration,
