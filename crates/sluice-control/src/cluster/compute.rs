@@ -111,7 +111,10 @@ impl<'a> Context<'a> {
 
     /// One pool's round: its jobs' shares into `pool`, their per-node rates into
     /// `fresh` (by entry, `NaN` where no rate is pushed).
-    fn run(&self, name: &str, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
+    fn run(&self, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
+        // The name the placements share (see `pool_map`).
+        let name = pool.name.clone();
+        let name = &*name;
         // The same jobs as at the pool's last round, in the same order: its lists
         // already have their ids, and none of them left.
         let known = pool.layout == Some(self.layout);
@@ -265,8 +268,8 @@ impl Cluster {
         // By pool, by entry.
         let mut fresh = vec![f64::NAN; width * pools.len()];
         let mut result = Ok(());
-        for (p, (name, pool)) in pools.iter_mut().enumerate() {
-            result = context.run(name, pool, &mut fresh[p * width..(p + 1) * width]);
+        for (p, pool) in pools.values_mut().enumerate() {
+            result = context.run(pool, &mut fresh[p * width..(p + 1) * width]);
             if result.is_err() {
                 break;
             }
@@ -296,7 +299,7 @@ impl Cluster {
                 asked += node
                     .jobs
                     .values()
-                    .filter_map(|p| p.pools.get(name))
+                    .filter_map(|p| p.pools.get(&pool.name))
                     .map(demand)
                     .sum::<f64>();
             }

@@ -25,14 +25,14 @@ impl<V> Default for PoolMap<V> {
 impl<V> PoolMap<V> {
     /// The value of `pool`.
     pub(super) fn get(&self, pool: &str) -> Option<&V> {
-        self.0.iter().find(|(k, _)| &**k == pool).map(|(_, v)| v)
+        self.0.iter().find(|(k, _)| named(k, pool)).map(|(_, v)| v)
     }
 
     /// The value of `pool`, to change.
     pub(super) fn get_mut(&mut self, pool: &str) -> Option<&mut V> {
         self.0
             .iter_mut()
-            .find(|(k, _)| &**k == pool)
+            .find(|(k, _)| named(k, pool))
             .map(|(_, v)| v)
     }
 
@@ -56,6 +56,11 @@ impl<V> PoolMap<V> {
     }
 }
 
+/// Whether `key` is `pool`: at once when both are the pool's shared name.
+fn named(key: &Arc<str>, pool: &str) -> bool {
+    (std::ptr::eq(key.as_ptr(), pool.as_ptr()) && key.len() == pool.len()) || **key == *pool
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +75,12 @@ mod tests {
         assert_eq!(
             (m.get("md"), m.get("data"), m.get("xattr"), m.get("dir")),
             (Some(&10), Some(&1), Some(&2), None)
+        );
+        let shared: Arc<str> = Arc::from("bw");
+        m.insert(shared.clone(), 3);
+        assert_eq!(
+            (m.get(&shared), m.get("bw"), m.get("b")),
+            (Some(&3), Some(&3), None)
         );
         m.retain(|pool| pool != "data");
         assert_eq!((m.get("data"), m.get("xattr")), (None, Some(&2)));

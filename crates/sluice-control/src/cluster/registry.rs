@@ -172,6 +172,11 @@ impl Cluster {
     /// The latencies `node`'s stages sampled per pool with its last report: they move the
     /// capacity of automatic pools at the next compute.
     pub fn report_latency(&mut self, node: &str, latency: BTreeMap<String, Latency>) {
+        // Most reports carry none (no automatic pool, or no call sampled): no lookup of
+        // the node among thousands for them.
+        if latency.is_empty() {
+            return;
+        }
         let entry = self.node_mut(node);
         for (pool, l) in latency {
             entry.latency.entry(pool).or_default().add(&l);
