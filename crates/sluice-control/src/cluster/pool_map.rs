@@ -5,7 +5,7 @@
 //! A map of its own per placement costs a cache miss for the map, one for its keys and
 //! one for each key's bytes, and between two cycles the controller's network buffers
 //! have pushed all of them out of the caches. Here a placement's first pools are kept
-//! inline, and the names are shared with the pools they name (see `Cluster::intern`),
+//! inline, and the names are shared with the pools they name (see `registry::intern`),
 //! so that a lookup reads the placement and one name that every placement shares.
 
 use std::sync::Arc;
