@@ -696,11 +696,11 @@ impl SimNode {
     }
 
     /// The jobs whose demand moved since its last report (every job when `full`), as a
-    /// real local reports them. A real local finds them by comparing each job with
-    /// what it last sent ([`Deltas`]), on its own node's CPU; here they are known from
-    /// the phase, so as to spend less of the cores the global shares. The test
-    /// `a_simulated_local_reports_the_jobs_a_real_one_would` holds the two to the same
-    /// reports.
+    /// real local reports them. A real local finds them by comparing each job with what
+    /// it last sent (`sluice_control::local::Deltas`), on its own node's CPU; here they
+    /// are known from the phase, so as to spend less of the cores the global shares.
+    /// The test `a_simulated_local_reports_the_jobs_a_real_one_would` holds the two to
+    /// the same reports.
     fn changed(&mut self, cycle: u64, full: bool) -> Vec<NodeJob> {
         let phase = self.phase(cycle);
         let moved = self.reported != Some(phase);
