@@ -43,6 +43,8 @@ bench: build
 	@bash tests/bench/loops.sh
 	@bash tests/bench/stdio.sh
 	@$(BIN) bench alloc
+	@$(BIN) bench cycle --locals 1000
+	@$(BIN) bench cycle --locals 1000 --churn
 
 ## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
 ## stepped with `sluice rule change`, about 5.5 minutes: experiments/fig6/), then every

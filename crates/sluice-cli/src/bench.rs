@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use anyhow::Result;
 use sluice_control::config::parse_duration;
 use sluice_workload::bench_control::{self, ControlBenchOptions};
+use sluice_workload::bench_cycle::{self, CycleBenchOptions};
 
 use crate::Usage;
 use crate::alloc::BenchAllocArgs;
@@ -20,6 +21,26 @@ pub enum BenchCmd {
     /// The global controller on loopback with N simulated locals, each on its own gRPC
     /// stream: latency of a whole control cycle, and the global's CPU time per local.
     Control(BenchControlArgs),
+    /// The global's computation of one control cycle alone, in process, over N nodes of
+    /// 3 jobs each, with or without a job starting and ending every cycle.
+    Cycle(BenchCycleArgs),
+}
+
+/// Options of `sluice bench cycle`.
+#[derive(clap::Args, Debug)]
+pub struct BenchCycleArgs {
+    /// Nodes (3 jobs each).
+    #[arg(long, default_value_t = 1000)]
+    locals: usize,
+    /// Cycles measured, after 3 of warm-up.
+    #[arg(long, default_value_t = 50)]
+    cycles: u64,
+    /// A job ends and another starts every cycle (the cycle cannot reuse its grouping).
+    #[arg(long)]
+    churn: bool,
+    /// Print JSON: {"locals":…, "jobs":…, "churn":…, "median_us":…, "p99_us":…}.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `sluice bench stage`.
@@ -61,6 +82,7 @@ impl BenchCmd {
             BenchCmd::Stage(a) => a.run(),
             BenchCmd::Alloc(a) => a.run().map(|()| 0),
             BenchCmd::Control(a) => a.run(),
+            BenchCmd::Cycle(a) => a.run(),
         }
     }
 }
@@ -92,6 +114,45 @@ impl BenchStageArgs {
                     t.mops / one
                 );
             }
+        }
+        Ok(0)
+    }
+}
+
+impl BenchCycleArgs {
+    fn run(&self) -> Result<i32> {
+        if self.locals == 0 || self.cycles == 0 {
+            return Err(Usage("--locals and --cycles must be at least 1".into()).into());
+        }
+        let b = bench_cycle::run(&CycleBenchOptions {
+            locals: self.locals,
+            cycles: self.cycles,
+            churn: self.churn,
+        })?;
+        if self.json {
+            let v = serde_json::json!({
+                "locals": self.locals,
+                "jobs": b.jobs,
+                "churn": self.churn,
+                "median_us": round2(b.median_us),
+                "p99_us": round2(b.p99_us),
+            });
+            println!("{v}");
+        } else {
+            let churn = if self.churn {
+                ", a job starting and one ending every cycle"
+            } else {
+                ""
+            };
+            println!(
+                "{} nodes, {} jobs{churn}: one cycle's computation median {:.0} µs, p99 {:.0} µs \
+                 ({:.3} µs per job; caches warm)",
+                self.locals,
+                b.jobs,
+                b.median_us,
+                b.p99_us,
+                b.median_us / b.jobs as f64,
+            );
         }
         Ok(0)
     }

@@ -48,13 +48,13 @@ use tokio::sync::{Semaphore, mpsc, watch};
 /// and the global's state has its steady size.
 const WARMUP: u64 = 3;
 /// Jobs on each simulated local.
-const JOBS: usize = 3;
+pub(crate) const JOBS: usize = 3;
 /// The one pool of the bench's configuration.
-const POOL: &str = "md";
+pub(crate) const POOL: &str = "md";
 /// A job's demand is this many ops/s times 1 to 5.
 const DEMAND_STEP: f64 = 100.0;
 /// The demands of one local in this many change each cycle, in turn.
-const ROTATION: usize = 10;
+pub(crate) const ROTATION: usize = 10;
 /// Locals connecting at once: more would overflow the global's accept queue.
 const CONNECTING: usize = 128;
 /// Bound of the whole connection phase, and of the global's start.
@@ -256,12 +256,16 @@ impl Reading {
 /// since the total demand stays the same (see [`SimLocal::report`]), a job's rate
 /// changes exactly when its demand does.
 fn config_text(locals: usize) -> String {
-    // Twice the largest demand of every job.
-    let capacity = 2.0 * 5.0 * DEMAND_STEP * (locals * JOBS) as f64;
+    let capacity = capacity(locals);
     format!(
         "[[pool]]\nname = \"{POOL}\"\nmatch = \"class=metadata\"\ncapacity = \"{capacity}/s\"\n\
          algorithm = \"psfa\"\n"
     )
+}
+
+/// The pool's capacity for `locals` locals: twice the largest demand of every job.
+pub(crate) fn capacity(locals: usize) -> f64 {
+    2.0 * 5.0 * DEMAND_STEP * (locals * JOBS) as f64
 }
 
 /// A time the simulator wrote, µs; `None` for `-` (nothing within two intervals).
@@ -276,7 +280,7 @@ fn micros(word: &str) -> Result<Option<f64>> {
 }
 
 /// The nearest-rank percentile `p` of `sorted`.
-fn rank(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn rank(sorted: &[f64], p: f64) -> Option<f64> {
     let i = ((p * sorted.len() as f64).ceil() as usize).max(1) - 1;
     sorted.get(i).copied()
 }
@@ -653,18 +657,19 @@ impl SimLocal {
 /// [`ROTATION`] (in turn, each cycle another) move: its first job's goes up or down by
 /// one step and its second's the other way, so that neither the local's total nor the
 /// cluster's changes. The third's differs from its neighbours' and holds.
-struct SimNode {
+pub(crate) struct SimNode {
     index: usize,
     /// Its demands move every `groups` cycles (`ROTATION`, or fewer with fewer locals).
     groups: usize,
-    name: String,
+    pub(crate) name: String,
     jobs: [String; JOBS],
     /// The phase (see [`SimNode::phase`]) of the demands it last reported.
     reported: Option<usize>,
 }
 
 impl SimNode {
-    fn new(index: usize, groups: usize) -> Self {
+    /// Local `index` of a rotation of `groups`.
+    pub(crate) fn new(index: usize, groups: usize) -> Self {
         let name = format!("sim{index:05}");
         SimNode {
             index,
@@ -701,7 +706,7 @@ impl SimNode {
     /// are known from the phase, so as to spend less of the cores the global shares.
     /// The test `a_simulated_local_reports_the_jobs_a_real_one_would` holds the two to
     /// the same reports.
-    fn changed(&mut self, cycle: u64, full: bool) -> Vec<NodeJob> {
+    pub(crate) fn changed(&mut self, cycle: u64, full: bool) -> Vec<NodeJob> {
         let phase = self.phase(cycle);
         let moved = self.reported != Some(phase);
         self.reported = Some(phase);
@@ -714,7 +719,7 @@ impl SimNode {
 }
 
 /// Job `job` asking for `demand` in the bench's pool, and given it.
-fn node_job(job: &str, demand: f64) -> NodeJob {
+pub(crate) fn node_job(job: &str, demand: f64) -> NodeJob {
     let obs = ChannelObs {
         arrivals: demand,
         admitted: demand,

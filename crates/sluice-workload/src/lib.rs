@@ -18,11 +18,14 @@
 //! - [`bench_control`]: the global controller on loopback with simulated locals, each
 //!   on its own gRPC stream: the latency of a whole control cycle and the global's CPU
 //!   time per local.
+//! - [`bench_cycle`]: the global's computation of one cycle alone, in process, with or
+//!   without jobs starting and ending.
 //!
 //! Loads call libc directly, one call per operation, so that what the stage counts is
 //! exactly what the load did (see [`calls`]).
 
 pub mod bench_control;
+pub mod bench_cycle;
 pub mod bench_stage;
 pub mod calls;
 pub mod data;
