@@ -121,9 +121,7 @@ impl BenchStageArgs {
 
 impl BenchCycleArgs {
     fn run(&self) -> Result<i32> {
-        if self.locals == 0 || self.cycles == 0 {
-            return Err(Usage("--locals and --cycles must be at least 1".into()).into());
-        }
+        locals_and_cycles(self.locals, self.cycles)?;
         let b = bench_cycle::run(&CycleBenchOptions {
             locals: self.locals,
             cycles: self.cycles,
@@ -160,9 +158,7 @@ impl BenchCycleArgs {
 
 impl BenchControlArgs {
     fn run(&self) -> Result<i32> {
-        if self.locals == 0 || self.cycles == 0 {
-            return Err(Usage("--locals and --cycles must be at least 1".into()).into());
-        }
+        locals_and_cycles(self.locals, self.cycles)?;
         let interval =
             parse_duration(&self.interval).map_err(|e| Usage(format!("--interval: {e}")))?;
         let options = ControlBenchOptions {
@@ -216,4 +212,12 @@ fn ms(us: Option<f64>) -> String {
 
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+/// Refuses `--locals 0` or `--cycles 0`, which would measure nothing.
+fn locals_and_cycles(locals: usize, cycles: u64) -> Result<()> {
+    if locals == 0 || cycles == 0 {
+        return Err(Usage("--locals and --cycles must be at least 1".into()).into());
+    }
+    Ok(())
 }

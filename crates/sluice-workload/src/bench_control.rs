@@ -46,7 +46,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 /// Cycles run before the measured ones, so that every local has sent its full report
 /// and the global's state has its steady size.
-const WARMUP: u64 = 3;
+pub(crate) const WARMUP: u64 = 3;
 /// Jobs on each simulated local.
 pub(crate) const JOBS: usize = 3;
 /// The one pool of the bench's configuration.

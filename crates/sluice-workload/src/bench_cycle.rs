@@ -18,10 +18,8 @@ use anyhow::{Context, Result};
 use sluice_control::cluster::{Cluster, PoolPlan, Tuning};
 use sluice_policy::Params;
 
-use crate::bench_control::{JOBS, POOL, ROTATION, SimNode, capacity, node_job, rank};
+use crate::bench_control::{JOBS, POOL, ROTATION, SimNode, WARMUP, capacity, node_job, rank};
 
-/// Cycles run before the measured ones: the first reports every job in full.
-const WARMUP: u64 = 3;
 /// The control interval the computation is told (it does not sleep).
 const INTERVAL_S: f64 = 1.0;
 

@@ -1,6 +1,7 @@
 //! What the controller is told: pools, settings, node reports and connections.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::Arc;
 
 use sluice_core::segment::Latency;
@@ -8,8 +9,8 @@ use sluice_policy::registry::{self, Policy};
 use sluice_policy::{Allocator, Problem};
 
 use super::{
-    AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Pool, PoolPlan,
-    Settings, Tuning,
+    AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Placement, Pool,
+    PoolPlan, Settings, Tuning,
 };
 
 impl Cluster {
@@ -152,8 +153,13 @@ impl Cluster {
             moved = true;
         }
         for report in jobs {
-            moved |= !entry.jobs.contains_key(&report.job);
-            let placement = entry.jobs.entry(report.job).or_default();
+            let placement = match entry.jobs.entry(report.job) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(new) => {
+                    moved = true;
+                    new.insert(Placement::default())
+                }
+            };
             placement.user = report.user;
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
