@@ -186,7 +186,8 @@ fn start_global(net: &Net, dir: &std::path::Path) -> Daemon {
 /// Job A runs on both nodes, job B (reserved 2k/s) on node 0; the pool is 8k/s. Once
 /// PSFA has converged (it closes a quarter of B's gap to its reservation per interval,
 /// so B's share approaches 2k/s from below), A's combined rate holds its allocation
-/// within 3% and the pool is never exceeded.
+/// within 3% and the pool is never exceeded by more than its bursts (and, while shares
+/// move, 1% of what moved).
 #[test]
 fn a_job_on_two_nodes_holds_its_allocation() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,10 +227,21 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     a.sort_unstable();
     let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
     all.sort_unstable();
+    // Bursts are 1% of each share (80 together) and each process has one call in
+    // flight. Once shares hold still that is all a second may see; a second in which
+    // shares moved may also see 1% of the rate moved (a bucket whose rate fell may
+    // have reserved its 10 ms of tolerance at the old rate, one whose rate rose uses
+    // the new at once): at most another 80.
+    let settled: Vec<u64> = all.iter().copied().filter(|&t| t >= window).collect();
+    let most_settled = busiest_second(&settled);
+    assert!(
+        most_settled <= 8_000 + 80 + 3,
+        "{most_settled} calls in one second under a pool of 8k/s, shares settled"
+    );
     let most = busiest_second(&all);
     assert!(
-        most <= 8_000 + 80 + 3,
-        "{most} calls in one second under a pool of 8k/s"
+        most <= 8_000 + 80 + 80 + 3,
+        "{most} calls in one second under a pool of 8k/s, shares moving"
     );
     let alloc_a = allocation_a(&view);
     let nodes = view["jobs"]
@@ -247,7 +259,7 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     let got = rate_between(&a, window, window + 3 * SEC);
     eprintln!(
         "job A on two nodes: converged {:.1} s after start, then {got:.0} calls/s, \
-         allocation {alloc_a:.0}/s; busiest second {most}",
+         allocation {alloc_a:.0}/s; busiest second {most_settled} settled, {most} in all",
         (window - start) as f64 / 1e9
     );
     assert!(
@@ -262,6 +274,15 @@ fn a_job_on_two_nodes_holds_its_allocation() {
         (alloc_a - 6000.0).abs() <= 60.0,
         "A's allocation {alloc_a:.0}/s, expected 6000 (8k − B's 2k)"
     );
+    // Both of A's processes want 12k/s: each node has half of A, whichever started
+    // first.
+    for (node, times) in [a0, a1].iter().enumerate() {
+        let part = rate_between(times, window, window + 3 * SEC);
+        assert!(
+            (part - alloc_a / 2.0).abs() <= alloc_a / 2.0 * 0.03,
+            "A on node {node}: {part:.0}/s of {alloc_a:.0}/s"
+        );
+    }
     drop(c);
 }
 

@@ -194,20 +194,58 @@ impl<'a> Context<'a> {
     }
 
     /// Job `job`'s allocation among its connected nodes, into `fresh`: `node_floor` of
-    /// it equally, the rest by demand (`demands`, by entry; equally when no node has any).
+    /// it equally, the rest by demand (`demands`, by entry): in proportion to it when
+    /// the nodes want no more than the rest (equally when none wants anything), else
+    /// max-min fairly (see [`level`]).
     fn split(&self, job: &Job<'_>, allocation: f64, demands: &[f64], fresh: &mut [f64]) {
         let connected = || {
             self.order[job.start..job.end]
                 .iter()
-                .filter(|&&e| self.entries[e].connected)
-                .map(|&e| (e, demands[e]))
+                .copied()
+                .filter(|&e| self.entries[e].connected)
         };
-        let (count, total) = connected().fold((0.0, 0.0), |(n, t), (_, d)| (n + 1.0, t + d));
-        for (e, d) in connected() {
-            let part = if total > 0.0 { d / total } else { 1.0 / count };
-            fresh[e] = allocation * (self.node_floor / count + (1.0 - self.node_floor) * part);
+        let (count, total) = connected().fold((0.0, 0.0), |(n, t), e| (n + 1.0, t + demands[e]));
+        let each = allocation * self.node_floor / count;
+        let rest = allocation * (1.0 - self.node_floor);
+        // One node gets it all, whatever it wants.
+        if count == 1.0 || total <= rest {
+            for e in connected() {
+                let part = if total > 0.0 {
+                    demands[e] / total
+                } else {
+                    1.0 / count
+                };
+                fresh[e] = each + rest * part;
+            }
+            return;
+        }
+        let mut wanted: Vec<f64> = connected().map(|e| demands[e]).collect();
+        let level = level(rest, &mut wanted);
+        for e in connected() {
+            fresh[e] = each + demands[e].min(level);
         }
     }
+}
+
+/// The level `L` at which nodes wanting `demands` (more than `amount` together) are
+/// given `min(demand, L)` and `amount` is used up; sorts `demands`.
+///
+/// Shares in proportion to demand alone freeze a held job's split: a node held to its
+/// rate estimates its demand from what it was admitted (at most 100 times that, the
+/// estimate's cap), so two saturated nodes kept whatever ratio their first rates had (a
+/// node that missed the job's first cycle stayed at 5 % of it for seconds). At the
+/// level, each node gets its part as soon as its estimate passes it.
+fn level(amount: f64, demands: &mut [f64]) -> f64 {
+    demands.sort_unstable_by(f64::total_cmp);
+    let mut left = amount;
+    for (i, &d) in demands.iter().enumerate() {
+        let above = (demands.len() - i) as f64;
+        if d * above >= left {
+            return left / above;
+        }
+        left -= d;
+    }
+    f64::INFINITY
 }
 
 /// `entries` grouped by job, jobs by name, into `grouping`'s buffers.

@@ -47,9 +47,12 @@
 //! ## Splitting a job among its nodes
 //!
 //! Job `i`'s allocation `A` goes to its connected nodes: node `k` of `K` gets
-//! `A·(node_floor/K + (1 − node_floor)·dₖ/Σd)` with `dₖ = max(demand, arrivals)` on that
-//! node (equal shares when `Σd = 0`). The per-node floor lets an idle node start; the
-//! parts sum to `A`.
+//! `A·node_floor/K + pₖ`, where the parts `pₖ` divide `R = A·(1 − node_floor)` by
+//! `dₖ = max(demand, arrivals)` on that node: `R·dₖ/Σd` when `Σd ≤ R` (equal parts when
+//! `Σd = 0`), else max-min fairly, `min(dₖ, L)` with the level `L` that uses up `R`.
+//! The per-node floor lets an idle node start; max-min lets a node held below its
+//! job's other nodes catch up (held nodes estimate their demand from what they were
+//! admitted); the parts sum to `A`.
 //!
 //! ## Disconnection, staleness, reconnection
 //!

@@ -61,6 +61,15 @@ fn pushed(rates: &[NodeRates]) -> BTreeMap<(String, String), f64> {
     out
 }
 
+/// Computes cycle `cycle`: the rates pushed to nodes `a` and `b` for job `j`.
+fn on_a_and_b(c: &mut Cluster, cycle: u64) -> (f64, f64) {
+    let rates = pushed(&c.compute(cycle, 1.0).expect("computes"));
+    (
+        rates[&("a".into(), "j".into())],
+        rates[&("b".into(), "j".into())],
+    )
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
@@ -119,13 +128,9 @@ fn a_job_is_split_among_its_nodes_by_demand() {
     let mut c = cluster(vec![plan("md", "psfa", 0.0)]);
     c.report("a", 1, true, vec![job("j", 3_000.0, 3_000.0)], vec![]);
     c.report("b", 1, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
-    let rates = pushed(&c.compute(1, 1.0).expect("computes"));
+    let (a, b) = on_a_and_b(&mut c, 1);
     let total = allocation(&c, "j");
     assert!(close(total, CAPACITY), "the only job gets everything");
-    let (a, b) = (
-        rates[&("a".into(), "j".into())],
-        rates[&("b".into(), "j".into())],
-    );
     assert!(close(a, total * (0.025 + 0.95 * 0.75)));
     assert!(close(b, total * (0.025 + 0.95 * 0.25)));
     assert!(close(a + b, total));
@@ -133,6 +138,29 @@ fn a_job_is_split_among_its_nodes_by_demand() {
     assert_eq!(view.nodes, ["a", "b"]);
     // No reported node count: the two nodes it is seen on are its weight.
     assert_eq!(view.pools["md"].weight, 2.0);
+}
+
+/// Both nodes held (each estimates its demand from what it was admitted, up to 100
+/// times that): the split follows what the job could use there, not the ratio of the
+/// rates pushed before. Regression: node b, pushed 80/s first, stayed under 6 % of its
+/// job for seconds while node a had the rest.
+#[test]
+fn a_node_held_below_its_jobs_other_node_catches_up_at_once() {
+    let mut c = cluster(vec![plan("md", "psfa", 0.0)]);
+    c.report("a", 1, true, vec![job("j", 376_000.0, 3_760.0)], vec![]);
+    c.report("b", 1, true, vec![job("j", 8_000.0, 80.0)], vec![]);
+    let (a, b) = on_a_and_b(&mut c, 1);
+    assert!(
+        close(a, CAPACITY / 2.0) && close(b, CAPACITY / 2.0),
+        "{a} {b}"
+    );
+    // A node that wants less than the level gets all it wants, the other the rest.
+    c.report("a", 2, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
+    c.report("b", 2, true, vec![job("j", 100_000.0, 5_000.0)], vec![]);
+    let (a, b) = on_a_and_b(&mut c, 2);
+    let floor = 0.05 * CAPACITY / 2.0;
+    assert!(close(a, floor + 1_000.0), "{a}");
+    assert!(close(a + b, CAPACITY), "{a} {b}");
 }
 
 #[test]
