@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{
-    Daemon, Local, busiest_second, call_times, daemon_dir, monotonic_ns, rate_between, share,
+    Daemon, Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, share,
     wait_for,
 };
 use common::{Scratch, c_prog, path_str, tmp_dir};
@@ -212,8 +212,12 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     let converged = wait_for(Duration::from_secs(8), || {
         (allocation_a(&c.jobs()) - 6000.0).abs() <= 60.0
     });
+    // The split among nodes may lag the total by one cycle: a node's first report
+    // covers only the moments since its process attached, and its demand is
+    // estimated from them.
+    std::thread::sleep(Duration::from_millis(500));
     let window = monotonic_ns();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(1000));
     let view = c.jobs();
     for j in &mut jobs {
         assert!(j.wait().unwrap().success());
@@ -227,22 +231,7 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     a.sort_unstable();
     let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
     all.sort_unstable();
-    // Bursts are 1% of each share (80 together) and each process has one call in
-    // flight. Once shares hold still that is all a second may see; a second in which
-    // shares moved may also see 1% of the rate moved (a bucket whose rate fell may
-    // have reserved its 10 ms of tolerance at the old rate, one whose rate rose uses
-    // the new at once): at most another 80.
-    let settled: Vec<u64> = all.iter().copied().filter(|&t| t >= window).collect();
-    let most_settled = busiest_second(&settled);
-    assert!(
-        most_settled <= 8_000 + 80 + 3,
-        "{most_settled} calls in one second under a pool of 8k/s, shares settled"
-    );
-    let most = busiest_second(&all);
-    assert!(
-        most <= 8_000 + 80 + 80 + 3,
-        "{most} calls in one second under a pool of 8k/s, shares moving"
-    );
+    let (most_settled, most) = assert_pool_held(&all, window, 8_000, 3);
     let alloc_a = allocation_a(&view);
     let nodes = view["jobs"]
         .as_array()
@@ -258,7 +247,7 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     );
     let got = rate_between(&a, window, window + 3 * SEC);
     eprintln!(
-        "job A on two nodes: converged {:.1} s after start, then {got:.0} calls/s, \
+        "job A on two nodes: measured from {:.1} s after start (converged, then one interval), then {got:.0} calls/s, \
          allocation {alloc_a:.0}/s; busiest second {most_settled} settled, {most} in all",
         (window - start) as f64 / 1e9
     );
@@ -274,9 +263,20 @@ fn a_job_on_two_nodes_holds_its_allocation() {
         (alloc_a - 6000.0).abs() <= 60.0,
         "A's allocation {alloc_a:.0}/s, expected 6000 (8k − B's 2k)"
     );
+    // A job's first rates come with the first cycle after it starts, on every node:
+    // until then it runs at its floor (1% of the pool, 80/s, 100 calls in 1.25 s).
+    for (node, times) in [&a0, &a1].iter().enumerate() {
+        let hundredth = (times[99] - start) as f64 / 1e9;
+        eprintln!("A on node {node}: 100 calls {hundredth:.2} s after start");
+        assert!(
+            hundredth < 0.8,
+            "A on node {node} made its 100th call {hundredth:.2} s after start: no rates \
+             in the first interval (0.5 s)"
+        );
+    }
     // Both of A's processes want 12k/s: each node has half of A, whichever started
     // first.
-    for (node, times) in [a0, a1].iter().enumerate() {
+    for (node, times) in [&a0, &a1].iter().enumerate() {
         let part = rate_between(times, window, window + 3 * SEC);
         assert!(
             (part - alloc_a / 2.0).abs() <= alloc_a / 2.0 * 0.03,

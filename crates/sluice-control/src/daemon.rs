@@ -213,7 +213,11 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     tokio::spawn(local_ticks(local.clone(), cycle_us, metrics));
     tokio::spawn(reload_on_hup(coordinator.clone(), {
         let local = local.clone();
-        move |policy| local.lock().expect("local").apply_policy(policy)
+        move |policy, interval| {
+            let mut l = local.lock().expect("local");
+            l.set_interval(interval);
+            l.apply_policy(policy)
+        }
     }));
     tracing::info!(socket = %o.socket.display(), node = %o.node, "local controller ready");
     router
@@ -227,7 +231,7 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
 /// SIGHUP: the configuration file is read again; on error the one in force stays.
 async fn reload_on_hup(
     coordinator: Option<Arc<Mutex<Coordinator>>>,
-    apply: impl Fn(Policy) + Send + 'static,
+    apply: impl Fn(Policy, Duration) + Send + 'static,
 ) {
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         return;
@@ -238,15 +242,15 @@ async fn reload_on_hup(
         // takes the two locks in the other order.
         let reloaded = {
             let mut c = c.lock().expect("coordinator");
-            c.reload().map(|()| c.policy())
+            c.reload().map(|()| (c.policy(), c.config().interval))
         };
         match reloaded
             .map_err(anyhow::Error::from)
-            .and_then(|p| Policy::from_proto(&p))
+            .and_then(|(p, interval)| Ok((Policy::from_proto(&p)?, interval)))
         {
-            Ok(p) => {
+            Ok((p, interval)) => {
                 tracing::info!("configuration reloaded");
-                apply(p);
+                apply(p, interval);
             }
             Err(e) => tracing::error!("configuration not reloaded: {e:#}"),
         }
@@ -256,10 +260,14 @@ async fn reload_on_hup(
 /// The local's cycle: at each boundary of the wall clock, observe every job, then
 /// compute (single-node) or report up (cluster).
 async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Option<Arc<Metrics>>) {
+    let changed = local.lock().expect("local").interval_changed();
     loop {
-        let interval = local.lock().expect("local").interval;
+        let interval = local.lock().expect("local").interval();
         let (_, until) = cycle_at(interval);
-        tokio::time::sleep(until).await;
+        tokio::select! {
+            () = tokio::time::sleep(until) => {}
+            () = changed.notified() => continue,
+        }
         let start = Instant::now();
         let (cycle, _) = cycle_at(interval);
         let mut l = local.lock().expect("local");
@@ -397,7 +405,7 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     tokio::spawn(run_deadlines(global.clone()));
     tokio::spawn(reload_on_hup(Some(global.coordinator.clone()), {
         let global = global.clone();
-        move |_| global.broadcast_policy()
+        move |_, _| global.broadcast_policy()
     }));
     tracing::info!(%addr, "global controller ready");
     server

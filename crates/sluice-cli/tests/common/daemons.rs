@@ -257,6 +257,34 @@ pub fn busiest_second(times: &[u64]) -> usize {
     most
 }
 
+/// The busiest second of calls `all` (sorted) made under a pool of `capacity` calls/s by
+/// `processes` single-threaded processes, checked against what the pool guarantees:
+/// its jobs' bursts (1% of each share, so 1% of the capacity) and one call in flight
+/// per process once shares hold still (from `settled` on), and another 1% of the rate
+/// moved (at most the capacity) over seconds in which the controller moved shares (a
+/// bucket whose rate fell may have reserved its 10 ms of tolerance at the old rate, one
+/// whose rate rose uses the new one at once). Returns both busiest seconds.
+pub fn assert_pool_held(
+    all: &[u64],
+    settled: u64,
+    capacity: usize,
+    processes: usize,
+) -> (usize, usize) {
+    let from = all.partition_point(|&t| t < settled);
+    let most_settled = busiest_second(&all[from..]);
+    let bursts = capacity / 100;
+    assert!(
+        most_settled <= capacity + bursts + processes,
+        "{most_settled} calls in one second under a pool of {capacity}/s, shares settled"
+    );
+    let most = busiest_second(all);
+    assert!(
+        most <= capacity + 2 * bursts + processes,
+        "{most} calls in one second under a pool of {capacity}/s, shares moving"
+    );
+    (most_settled, most)
+}
+
 /// A fresh directory for one test's daemons.
 pub fn daemon_dir() -> TempDir {
     tmp_dir()

@@ -87,9 +87,10 @@ pub struct LocalJob {
     pub segment: SegmentFile,
     /// Launchers connected now.
     pub connected: u32,
-    /// The channels observed and the last snapshot of them.
+    /// The channels observed and the last snapshot of them (taken when they were
+    /// chosen, so that a job's first interval is observed too).
     watched: Vec<(Channel, Watched)>,
-    last: Option<Snapshot>,
+    last: Snapshot,
     /// The share of each pool last written, by pool name.
     pub pool_rates: BTreeMap<String, f64>,
 }
@@ -178,35 +179,21 @@ impl LocalJob {
 
     fn with(record: JobRecord, mut segment: SegmentFile, config: &StageConfig) -> LocalJob {
         segment.remove_on_drop(false);
-        let mut job = LocalJob {
+        let watched = watched(config);
+        LocalJob {
+            last: snapshot(&segment, &watched),
             record,
             segment,
             connected: 0,
-            watched: Vec::new(),
-            last: None,
+            watched,
             pool_rates: BTreeMap::new(),
-        };
-        job.watch(config);
-        job
+        }
     }
 
+    /// Observes the channels `config` names from now on.
     fn watch(&mut self, config: &StageConfig) {
-        let rules = config.rules.iter().map(|s| {
-            let name = s.rule.name.clone().unwrap_or_else(|| s.rule.to_string());
-            (Channel::Rule(name), s.slot as usize, &s.rule)
-        });
-        let pools = config.pools.iter().map(|s| {
-            let name = s.rule.name.clone().unwrap_or_default();
-            (Channel::Pool(name), MAX_RULES + s.slot as usize, &s.rule)
-        });
-        self.watched = rules
-            .chain(pools)
-            .map(|(c, index, rule)| {
-                let bytes = rule.rate.unit == Unit::Bytes;
-                (c, Watched { index, bytes })
-            })
-            .collect();
-        self.last = None;
+        self.watched = watched(config);
+        self.last = snapshot(&self.segment, &self.watched);
     }
 
     /// Puts a new policy in force: rewrites the configuration when it changed, sets the
@@ -253,13 +240,12 @@ impl LocalJob {
     }
 
     /// What the job did since the last call, per pool and per rule, per second, and the
-    /// latencies its pools sampled; `None` the first time (nothing to compare with yet).
-    pub fn observe(&mut self) -> Option<JobObs> {
+    /// latencies its pools sampled (the first time, since it was attached).
+    pub fn observe(&mut self) -> JobObs {
         let watched: Vec<Watched> = self.watched.iter().map(|(_, w)| *w).collect();
         let now = Snapshot::take(self.segment.segment(), &watched, monotonic_ns());
-        let prev = self.last.replace(now);
-        let prev = prev?;
-        let now = self.last.as_ref()?;
+        let prev = std::mem::replace(&mut self.last, now);
+        let now = &self.last;
         let rates = now.rates_since(&prev, &watched);
         let mut seen = JobObs::default();
         for (c, ((channel, _), r)) in self.watched.iter().zip(rates).enumerate() {
@@ -275,7 +261,7 @@ impl LocalJob {
                 }
             }
         }
-        Some(seen)
+        seen
     }
 }
 
@@ -288,6 +274,31 @@ pub struct JobObs {
     pub rules: BTreeMap<String, ChannelObs>,
     /// Per pool: the latencies of the real calls it admitted, sampled by the stage.
     pub latency: BTreeMap<String, Latency>,
+}
+
+/// The channels of `config` a local observes: its rules', then its pools'.
+fn watched(config: &StageConfig) -> Vec<(Channel, Watched)> {
+    let rules = config.rules.iter().map(|s| {
+        let name = s.rule.name.clone().unwrap_or_else(|| s.rule.to_string());
+        (Channel::Rule(name), s.slot as usize, &s.rule)
+    });
+    let pools = config.pools.iter().map(|s| {
+        let name = s.rule.name.clone().unwrap_or_default();
+        (Channel::Pool(name), MAX_RULES + s.slot as usize, &s.rule)
+    });
+    rules
+        .chain(pools)
+        .map(|(c, index, rule)| {
+            let bytes = rule.rate.unit == Unit::Bytes;
+            (c, Watched { index, bytes })
+        })
+        .collect()
+}
+
+/// `watched` in `segment` now.
+fn snapshot(segment: &SegmentFile, watched: &[(Channel, Watched)]) -> Snapshot {
+    let watched: Vec<Watched> = watched.iter().map(|(_, w)| *w).collect();
+    Snapshot::take(segment.segment(), &watched, monotonic_ns())
 }
 
 /// A rule's slot key: its name, else its text.

@@ -51,7 +51,9 @@ pub struct Local {
     /// Whether the next report must hold every job (after a (re)connect).
     pub full_next: bool,
     /// The control interval.
-    pub interval: Duration,
+    interval: Duration,
+    /// Told when the interval changes, so that the cycle timer re-plans at once.
+    interval_changed: Arc<tokio::sync::Notify>,
     /// Cycle of the last report.
     pub cycle: u64,
     /// Cycle of the last rates received.
@@ -98,6 +100,7 @@ impl Local {
             uplink: None,
             full_next: true,
             interval,
+            interval_changed: Arc::default(),
             cycle: 0,
             last_rates_cycle: 0,
             sent: Deltas::default(),
@@ -230,7 +233,7 @@ impl Local {
         let mut rules = BTreeMap::new();
         let mut latency = BTreeMap::<String, Latency>::new();
         for (id, job) in &mut self.jobs {
-            let seen = job.observe().unwrap_or_default();
+            let seen = job.observe();
             for (pool, l) in &seen.latency {
                 latency.entry(pool.clone()).or_default().add(l);
             }
@@ -249,6 +252,27 @@ impl Local {
             ended: std::mem::take(&mut self.ended),
             latency,
         }
+    }
+
+    /// The control interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Sets the control interval (the global's, or a reloaded configuration's).
+    pub fn set_interval(&mut self, interval: Duration) {
+        if interval != self.interval {
+            self.interval = interval;
+            self.interval_changed.notify_one();
+        }
+    }
+
+    /// What the cycle timer waits on besides its deadline: a change of the interval.
+    /// Its next boundary moves with it (a local that slept towards its default 1-s
+    /// boundary while it learnt the global's 500 ms reported once under the wrong
+    /// cycle number, and the global waited half an interval for it).
+    pub fn interval_changed(&self) -> Arc<tokio::sync::Notify> {
+        self.interval_changed.clone()
     }
 
     /// Puts pools and admin rules in force on every job.

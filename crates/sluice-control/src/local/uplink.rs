@@ -79,7 +79,7 @@ fn apply(local: &Shared, message: GlobalMessage) -> anyhow::Result<()> {
         Some(global_message::Body::Policy(p)) => {
             let policy = Policy::from_proto(&p)?;
             if p.interval_s.is_finite() && p.interval_s > 0.0 {
-                l.interval = Duration::from_secs_f64(p.interval_s);
+                l.set_interval(Duration::from_secs_f64(p.interval_s));
             }
             l.apply_policy(policy);
         }
