@@ -207,7 +207,7 @@ impl<'a> Context<'a> {
         let (count, total) = connected().fold((0.0, 0.0), |(n, t), e| (n + 1.0, t + demands[e]));
         let each = allocation * self.node_floor / count;
         let rest = allocation * (1.0 - self.node_floor);
-        // One node gets it all, whatever it wants.
+        // A job on one node has all of it there, whatever the node wants.
         if count == 1.0 || total <= rest {
             for e in connected() {
                 let part = if total > 0.0 {

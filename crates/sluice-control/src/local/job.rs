@@ -87,9 +87,10 @@ pub struct LocalJob {
     pub segment: SegmentFile,
     /// Launchers connected now.
     pub connected: u32,
-    /// The channels observed and the last snapshot of them (taken when they were
-    /// chosen, so that a job's first interval is observed too).
-    watched: Vec<(Channel, Watched)>,
+    /// The channels observed, what each is, and the last snapshot of them (taken when
+    /// they were chosen, so that a job's first interval is observed too).
+    watched: Vec<Watched>,
+    channels: Vec<Channel>,
     last: Snapshot,
     /// The share of each pool last written, by pool name.
     pub pool_rates: BTreeMap<String, f64>,
@@ -179,20 +180,21 @@ impl LocalJob {
 
     fn with(record: JobRecord, mut segment: SegmentFile, config: &StageConfig) -> LocalJob {
         segment.remove_on_drop(false);
-        let watched = watched(config);
+        let (channels, watched) = watched(config);
         LocalJob {
             last: snapshot(&segment, &watched),
             record,
             segment,
             connected: 0,
             watched,
+            channels,
             pool_rates: BTreeMap::new(),
         }
     }
 
     /// Observes the channels `config` names from now on.
     fn watch(&mut self, config: &StageConfig) {
-        self.watched = watched(config);
+        (self.channels, self.watched) = watched(config);
         self.last = snapshot(&self.segment, &self.watched);
     }
 
@@ -242,13 +244,12 @@ impl LocalJob {
     /// What the job did since the last call, per pool and per rule, per second, and the
     /// latencies its pools sampled (the first time, since it was attached).
     pub fn observe(&mut self) -> JobObs {
-        let watched: Vec<Watched> = self.watched.iter().map(|(_, w)| *w).collect();
-        let now = Snapshot::take(self.segment.segment(), &watched, monotonic_ns());
+        let now = snapshot(&self.segment, &self.watched);
         let prev = std::mem::replace(&mut self.last, now);
         let now = &self.last;
-        let rates = now.rates_since(&prev, &watched);
+        let rates = now.rates_since(&prev, &self.watched);
         let mut seen = JobObs::default();
-        for (c, ((channel, _), r)) in self.watched.iter().zip(rates).enumerate() {
+        for (c, (channel, r)) in self.channels.iter().zip(rates).enumerate() {
             let obs = ChannelObs::from(r);
             match channel {
                 Channel::Pool(name) => {
@@ -276,8 +277,9 @@ pub struct JobObs {
     pub latency: BTreeMap<String, Latency>,
 }
 
-/// The channels of `config` a local observes: its rules', then its pools'.
-fn watched(config: &StageConfig) -> Vec<(Channel, Watched)> {
+/// The channels of `config` a local observes, its rules' then its pools': what each is
+/// and where it is in the segment.
+fn watched(config: &StageConfig) -> (Vec<Channel>, Vec<Watched>) {
     let rules = config.rules.iter().map(|s| {
         let name = s.rule.name.clone().unwrap_or_else(|| s.rule.to_string());
         (Channel::Rule(name), s.slot as usize, &s.rule)
@@ -296,9 +298,8 @@ fn watched(config: &StageConfig) -> Vec<(Channel, Watched)> {
 }
 
 /// `watched` in `segment` now.
-fn snapshot(segment: &SegmentFile, watched: &[(Channel, Watched)]) -> Snapshot {
-    let watched: Vec<Watched> = watched.iter().map(|(_, w)| *w).collect();
-    Snapshot::take(segment.segment(), &watched, monotonic_ns())
+fn snapshot(segment: &SegmentFile, watched: &[Watched]) -> Snapshot {
+    Snapshot::take(segment.segment(), watched, monotonic_ns())
 }
 
 /// A rule's slot key: its name, else its text.
