@@ -13,6 +13,7 @@ mod common;
 
 use std::sync::Mutex;
 
+use common::daemons::busiest_second;
 use common::{Scratch, Stats, c_prog, path_str, tmp_dir};
 
 const RUN_MS: u64 = 5000;
@@ -55,24 +56,11 @@ fn steady_rate(times: &[u64], skip: usize) -> f64 {
     (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / SEC as f64)
 }
 
-/// The most calls that returned within any one-second window.
-///
-/// The stage guarantees at most rate + burst *admissions* per window; the program sees
-/// *returns*. A call admitted just before a window may return inside it (its thread was
-/// descheduled in between: this happens on a busy two-core VM), and each worker has at
-/// most one such call in flight, so returns per window are bounded by rate + burst +
-/// workers, exactly.
-fn busiest_second(times: &[u64]) -> usize {
-    let mut end = 0;
-    let mut most = 0;
-    for (i, &t) in times.iter().enumerate() {
-        while end < times.len() && times[end] < t + SEC {
-            end += 1;
-        }
-        most = most.max(end - i);
-    }
-    most
-}
+// `busiest_second` counts *returns*; the stage guarantees at most rate + burst
+// *admissions* per window. A call admitted just before a window may return inside it
+// (its thread was descheduled in between: this happens on a busy two-core VM), and each
+// worker has at most one such call in flight, so returns per window are bounded by
+// rate + burst + workers, exactly.
 
 const GETATTR_RULE: &str = "op=getattr rate=2000/s";
 const GETATTR_RATE: f64 = 2000.0;
