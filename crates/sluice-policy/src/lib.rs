@@ -33,9 +33,10 @@
 //! ];
 //! let round = Round::new(110_000.0, 1.0, &jobs)?;
 //! let rates = Psfa::default().allocate(&round);
-//! // j1 uses 10 of its 15 kops/s: it is given 10 + 0.25 × 5 = 11.25, j2 its 40; the
-//! // 58.75 kops/s left go out in proportion to usage (1:4).
-//! assert_eq!(rates, vec![11_250.0 + 11_750.0, 40_000.0 + 47_000.0]);
+//! // j1 uses 10 of its 15 kops/s: it is given 10 + 0.25 × 5 = 11.25, j2 its 40. Of the
+//! // 58.75 kops/s left, j2 first gets the 20 it asked for beyond its 40, then the other
+//! // 38.75 go out in proportion to usage (1:4).
+//! assert_eq!(rates, vec![11_250.0 + 7_750.0, 40_000.0 + 20_000.0 + 31_000.0]);
 //!
 //! // The same by name, as the control plane and `sluice alloc` choose it.
 //! use sluice_policy::registry::{self, Params, Policy};

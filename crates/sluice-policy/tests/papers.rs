@@ -95,6 +95,35 @@ fn psfa_a_job_that_asked_for_its_reservation_keeps_it_through_a_dip() {
 }
 
 #[test]
+fn psfa_gives_what_is_left_first_to_a_job_that_asked_for_more() {
+    // As in the test above where job1 dips to 5 kops/s and is held at 7.5, but job4 asks
+    // for 60 while held to its 40: the 7.5 left go to job4, not 1:5:6:8 to all, where
+    // jobs 1–3 would leave them unused again.
+    let mut jobs = padll_jobs(&[
+        ("job1", 5_000.0),
+        ("job2", 25_000.0),
+        ("job3", 30_000.0),
+        ("job4", 40_000.0),
+    ]);
+    jobs[3].arrivals = 60_000.0;
+    let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    assert_eq!(rates, vec![7_500.0, 25_000.0, 30_000.0, 47_500.0]);
+    // What it cannot use (it asked for 2 more) goes to all by usage, as in the paper.
+    jobs[3].arrivals = 42_000.0;
+    let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let more = |used: f64| 5_500.0 * used / 100_000.0;
+    assert_close(
+        &rates,
+        &[
+            7_500.0 + more(5_000.0),
+            25_000.0 + more(25_000.0),
+            30_000.0 + more(30_000.0),
+            42_000.0 + more(40_000.0),
+        ],
+    );
+}
+
+#[test]
 fn padll_proportional_sharing_serves_small_demands_first() {
     // Demands above Max_R: job4 (60) is cut to what the others leave.
     let jobs = [
