@@ -23,6 +23,15 @@ pub(crate) fn spread_leftover(rates: &mut [f64], capacity: f64, weights: &[f64])
     }
 }
 
+/// Adds to `rates` what is left of the pool, water-filled up to `caps` by `weights` (see
+/// [`water_fill`]): the step that gives spare capacity to the jobs that ask for more.
+pub(crate) fn fill_leftover(rates: &mut [f64], capacity: f64, caps: &[f64], weights: &[f64]) {
+    let left = (capacity - rates.iter().sum::<f64>()).max(0.0);
+    for (rate, extra) in rates.iter_mut().zip(water_fill(left, caps, weights)) {
+        *rate += extra;
+    }
+}
+
 /// Weighted max-min fair division of `total`: item `i` gets `min(caps[i], λ·weights[i])`
 /// with λ as large as `total` allows, so nothing is handed out beyond a cap while an
 /// uncapped item could take it. Items of weight 0 come last: they share equally what

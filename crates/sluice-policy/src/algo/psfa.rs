@@ -4,7 +4,7 @@
 use super::Allocator;
 use crate::error::{PolicyError, Problem};
 use crate::obs::Round;
-use crate::share::{spread_leftover, water_fill};
+use crate::share::{fill_leftover, spread_leftover};
 
 /// PADLL's PSFA: a job that uses less than its limit is given its usage plus a fraction
 /// ε of the gap (room to grow without holding capacity it does not use); a job at or
@@ -77,10 +77,7 @@ impl Allocator for Psfa {
             .zip(&rates)
             .map(|(job, rate)| (job.arrivals - rate).max(0.0))
             .collect();
-        let left = (round.capacity() - rates.iter().sum::<f64>()).max(0.0);
-        for (rate, extra) in rates.iter_mut().zip(water_fill(left, &unmet, &usage)) {
-            *rate += extra;
-        }
+        fill_leftover(&mut rates, round.capacity(), &unmet, &usage);
         spread_leftover(&mut rates, round.capacity(), &usage);
         rates
     }

@@ -2,7 +2,7 @@
 
 use super::Allocator;
 use crate::obs::Round;
-use crate::share::{proportional, water_fill};
+use crate::share::{fill_leftover, proportional};
 
 /// Each job's `limit` is a reservation, guaranteed while the reservations fit in the
 /// pool and scaled down in proportion when they do not (over-subscription degrades
@@ -49,15 +49,12 @@ impl Allocator for Reservations {
             .zip(&arrivals)
             .map(|(g, a)| g.min(*a))
             .collect();
-        let spare = (capacity - rates.iter().sum::<f64>()).max(0.0);
         let wants: Vec<f64> = arrivals
             .iter()
             .zip(&guaranteed)
             .map(|(a, g)| (a - g).max(0.0))
             .collect();
-        for (rate, extra) in rates.iter_mut().zip(water_fill(spare, &wants, &limits)) {
-            *rate += extra;
-        }
+        fill_leftover(&mut rates, capacity, &wants, &limits);
         rates
     }
 }
