@@ -145,7 +145,9 @@ impl Bucket {
 /// and spends it locally, judging only by a coarse clock (a few nanoseconds to read)
 /// whether the batch is still fresh. The batch is part of the TAT like any reservation;
 /// it expires with the time it was reserved for, so idle threads cannot hoard tokens,
-/// and with the bucket's generation, so a rate change takes effect at once. Because the
+/// and with the bucket's generation, so a rate change takes effect at once. What expired
+/// unspent is given back at the thread's next reservation, and a thread that left a
+/// batch unspent takes none then: a congested bucket loses no capacity to slow threads. Because the
 /// coarse clock lags by up to its resolution, a batch is reserved under a tolerance cut
 /// by that lag and by the batch itself: the limit plus burst holds over every window.
 #[derive(Clone, Copy, Debug, Default)]
@@ -218,14 +220,30 @@ impl LocalCache {
         // Units left from a fresh batch count towards this request: dropping them would
         // waste what the bucket has already charged (bytes rules, where a batch is rarely
         // a whole number of calls).
-        let carried = if self.generation == generation && now < self.valid_until {
+        let same = self.generation == generation;
+        let carried = if same && now < self.valid_until {
             self.units.min(cost)
         } else {
             0
         };
+        // A batch that expired unspent goes back to the cell: while the bucket is
+        // congested its TAT is still ahead of now and the units reach the threads queued
+        // there; otherwise the time is past and nothing is given. A thread that could
+        // not spend a batch within its window takes none this time: a replayer's thread
+        // of a rare operation, calling a few times a second, wasted five units of six at
+        // every call, and a pool held 16 such threads to 88% of its rate.
+        let expired = if same && now >= self.valid_until {
+            self.units
+        } else {
+            0
+        };
+        if expired > 0 {
+            refund(cell, limit, now, expired);
+            self.units = 0;
+        }
         let need = cost - carried;
         let slack = BATCH_WINDOW_NS + coarse_res;
-        let extra = if tau >= slack + BATCH_WINDOW_NS {
+        let extra = if expired == 0 && tau >= slack + BATCH_WINDOW_NS {
             batch_units(limit, cost)
         } else {
             0
@@ -428,6 +446,44 @@ mod tests {
         );
         c.refill(&cell, limit, 0, 0, 0, 0);
         assert_eq!(c.spend(1, 0, 5), 5, "a batch of another generation");
+    }
+
+    /// Regression: threads too slow to spend a batch (a replayer's rare operations) held
+    /// a congested pool under its rate, each wasting the batch it reserved at every call.
+    #[test]
+    fn slow_threads_do_not_waste_a_congested_bucket() {
+        let limit = Limit::new(11_000, 110);
+        let res = 4_000_000;
+        let cell = AtomicU64::new(0);
+        // Thread 0 is always behind (a backlog); threads 1–6 call every 50 ms.
+        let mut caches = [LocalCache::new(); 7];
+        let mut next = [0u64, 1, 2, 3, 4, 5, 6].map(|k| k * 7_000_000);
+        let mut admitted = 0u64;
+        let mut now = 0;
+        while now < 2 * SEC {
+            let coarse = now - now % res;
+            for (k, (c, at)) in caches.iter_mut().zip(next.iter_mut()).enumerate() {
+                if *at > now {
+                    continue;
+                }
+                let due = if c.take(0, coarse, 1) {
+                    now
+                } else {
+                    c.refill(&cell, limit, 0, now, 1, res).unwrap().max(now)
+                };
+                admitted += u64::from(due < 2 * SEC);
+                *at = if k == 0 {
+                    due + 10_000
+                } else {
+                    due + 50_000_000
+                };
+            }
+            now += 10_000;
+        }
+        assert!(
+            admitted.abs_diff(22_000) <= 220,
+            "{admitted} calls in 2 s at 11k/s"
+        );
     }
 
     #[test]
