@@ -124,6 +124,49 @@ fn psfa_gives_what_is_left_first_to_a_job_that_asked_for_more() {
 }
 
 #[test]
+fn psfa_gives_more_of_what_is_left_to_a_job_held_longer() {
+    // Job4 has asked for more than its 40 kops/s for four rounds; job3 asks for more in
+    // the fifth only (a backlog after a lull, say). The 7.5 kops/s job1 leaves go to
+    // them by usage times the rounds each has been held: 30·1 against 40·5.
+    let mut jobs = padll_jobs(&[
+        ("job1", 5_000.0),
+        ("job2", 25_000.0),
+        ("job3", 30_000.0),
+        ("job4", 40_000.0),
+    ]);
+    jobs[3].arrivals = 60_000.0;
+    let mut psfa = Psfa::default();
+    for _ in 0..4 {
+        psfa.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    }
+    jobs[2].arrivals = 60_000.0;
+    let rates = psfa.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let share = |claim: f64| 7_500.0 * claim / (30_000.0 + 5.0 * 40_000.0);
+    assert_close(
+        &rates,
+        &[
+            7_500.0,
+            25_000.0,
+            30_000.0 + share(30_000.0),
+            40_000.0 + share(5.0 * 40_000.0),
+        ],
+    );
+    // A job that leaves is forgotten: an id reused starts afresh.
+    psfa.forget("job4");
+    let rates = psfa.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let share = |claim: f64| 7_500.0 * claim / (2.0 * 30_000.0 + 40_000.0);
+    assert_close(
+        &rates,
+        &[
+            7_500.0,
+            25_000.0,
+            30_000.0 + share(2.0 * 30_000.0),
+            40_000.0 + share(40_000.0),
+        ],
+    );
+}
+
+#[test]
 fn padll_proportional_sharing_serves_small_demands_first() {
     // Demands above Max_R: job4 (60) is cut to what the others leave.
     let jobs = [

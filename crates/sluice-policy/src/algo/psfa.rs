@@ -1,6 +1,8 @@
 //! `psfa`: proportional sharing without false allocation, Algorithm 1 of the PADLL
 //! paper (Macedo et al.).
 
+use std::collections::BTreeMap;
+
 use super::Allocator;
 use crate::error::{PolicyError, Problem};
 use crate::obs::Round;
@@ -12,7 +14,7 @@ use crate::share::{fill_leftover, spread_leftover};
 /// left. What remains is then handed out to the jobs that are actually using it, so the
 /// whole capacity is handed out.
 ///
-/// Two departures from the paper. First, a job that *asked* for its limit (arrivals ≥ limit)
+/// Three departures from the paper. First, a job that *asked* for its limit (arrivals ≥ limit)
 /// counts as using it even when its admitted rate fell a little short. Under the
 /// paper's rule a job held at its reservation loses ε-steps of it to every dip of its
 /// measured rate (a descheduled process, an interval boundary) and never quite gets it
@@ -20,16 +22,25 @@ use crate::share::{fill_leftover, spread_leftover};
 /// can.
 ///
 /// Second, the leftover goes first to the jobs that asked for more than the first pass
-/// gave them, up to what they asked (water-filled in proportion to usage), and only
+/// gave them, up to what they asked (water-filled by usage, weighed as below), and only
 /// what they cannot use is spread over all by usage. The paper spreads all of it by
 /// usage, which hands most of it back to the jobs that left it, to lie unused again: in
 /// its scenario 3 reproduced here (docs/experiments.md) the held job got 2–3k of the
-/// 11k/s pool while the pool ran at 7–9k/s, and ended 13% after Baseline (10% with
-/// this change).
-#[derive(Debug, Clone, Copy)]
+/// 11k/s pool while the pool ran at 7–9k/s.
+///
+/// Third, among the jobs that ask for more, the leftover is weighed by usage times the
+/// rounds in a row (up to [`HELD_ROUNDS_CAP`]) each has asked for more: a backlog that
+/// outlasted many intervals uses what it is given, while a job held for one round after
+/// a lull estimates its demand from a second of waiting and leaves most of it unused.
+#[derive(Debug, Clone)]
 pub struct Psfa {
     epsilon: f64,
+    /// Consecutive rounds each job has asked for more than the first pass gave it.
+    held: BTreeMap<String, u32>,
 }
+
+/// The most rounds that count towards a held job's claim on the leftover.
+const HELD_ROUNDS_CAP: u32 = 10;
 
 impl Psfa {
     /// The fraction of the gap between usage and limit that PADLL grants: 0.25.
@@ -43,7 +54,10 @@ impl Psfa {
                 problem: Problem::NotFraction,
             });
         }
-        Ok(Psfa { epsilon })
+        Ok(Psfa {
+            epsilon,
+            held: BTreeMap::new(),
+        })
     }
 }
 
@@ -51,11 +65,16 @@ impl Default for Psfa {
     fn default() -> Self {
         Psfa {
             epsilon: Self::DEFAULT_EPSILON,
+            held: BTreeMap::new(),
         }
     }
 }
 
 impl Allocator for Psfa {
+    fn forget(&mut self, job: &str) {
+        self.held.remove(job);
+    }
+
     fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
         let jobs = round.jobs();
         let mut rates = vec![0.0; jobs.len()];
@@ -77,7 +96,16 @@ impl Allocator for Psfa {
             .zip(&rates)
             .map(|(job, rate)| (job.arrivals - rate).max(0.0))
             .collect();
-        fill_leftover(&mut rates, round.capacity(), &unmet, &usage);
+        let claims: Vec<f64> = jobs
+            .iter()
+            .zip(&unmet)
+            .map(|(job, &unmet)| {
+                let rounds = self.held.entry(job.id.clone()).or_default();
+                *rounds = if unmet > 0.0 { *rounds + 1 } else { 0 };
+                job.usage * f64::from((*rounds).min(HELD_ROUNDS_CAP))
+            })
+            .collect();
+        fill_leftover(&mut rates, round.capacity(), &unmet, &claims);
         spread_leftover(&mut rates, round.capacity(), &usage);
         rates
     }
