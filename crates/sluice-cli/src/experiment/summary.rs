@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sluice_workload::plot::{Panel, Series, png};
 
 use super::iosets::{self, IoSetsMeasures};
-use super::scenario::Scenario;
+use super::scenario::{Scenario, Workload};
 
 /// A second's total may pass the capacity by this fraction before it counts as over: the
 /// replayers' seconds start at their own instants, so a wall-clock second holds parts of
@@ -351,9 +351,17 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
         scenario: sc.name.clone(),
         capacity,
         unit: Some(if bytes { "bytes" } else { "calls" }.into()),
+        // Only a trace's calls are a fixed amount of work; a command may run for a
+        // time (the real applications' `sluice load --duration`), and then ending
+        // sooner under Max_R means nothing.
         capacity_bound: outcomes
             .iter()
             .find(|o| o.algorithm == "none" && !bytes)
+            .filter(|_| {
+                sc.jobs
+                    .iter()
+                    .all(|j| matches!(j.workload.list(), [Workload::Trace]))
+            })
             .map(|o| o.capacity_bound(capacity)),
         setups: outcomes
             .iter()
