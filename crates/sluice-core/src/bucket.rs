@@ -147,9 +147,10 @@ impl Bucket {
 /// it expires with the time it was reserved for, so idle threads cannot hoard tokens,
 /// and with the bucket's generation, so a rate change takes effect at once. What expired
 /// unspent is given back at the thread's next reservation, and a thread that left a
-/// batch unspent takes none then: a congested bucket loses no capacity to slow threads. Because the
-/// coarse clock lags by up to its resolution, a batch is reserved under a tolerance cut
-/// by that lag and by the batch itself: the limit plus burst holds over every window.
+/// batch unspent takes none then: a congested bucket loses no capacity to slow threads.
+/// Because the coarse clock lags by up to its resolution, a batch is reserved under a
+/// tolerance cut by that lag and by the batch itself: the limit plus burst holds over
+/// every window.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LocalCache {
     units: u64,
