@@ -29,7 +29,7 @@ use crate::share::{fill_leftover, spread_leftover};
 /// 11k/s pool while the pool ran at 7–9k/s.
 ///
 /// Third, among the jobs that ask for more, the leftover is weighed by usage times the
-/// rounds in a row (up to [`HELD_ROUNDS_CAP`]) each has asked for more: a backlog that
+/// rounds in a row (up to 10) each has asked for more: a backlog that
 /// outlasted many intervals uses what it is given, while a job held for one round after
 /// a lull estimates its demand from a second of waiting and leaves most of it unused.
 #[derive(Debug, Clone)]
