@@ -24,6 +24,18 @@ fn padll_jobs(usage: &[(&str, f64)]) -> Vec<Observation> {
         .collect()
 }
 
+/// PADLL's four jobs with job1 dipped to 5 kops/s and job4, held at its 40, asking for 60.
+fn job1_dipped_and_job4_asking_for_60() -> Vec<Observation> {
+    let mut jobs = padll_jobs(&[
+        ("job1", 5_000.0),
+        ("job2", 25_000.0),
+        ("job3", 30_000.0),
+        ("job4", 40_000.0),
+    ]);
+    jobs[3].arrivals = 60_000.0;
+    jobs
+}
+
 fn psfa(usage: &[(&str, f64)]) -> Vec<f64> {
     let jobs = padll_jobs(usage);
     Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"))
@@ -99,13 +111,7 @@ fn psfa_gives_what_is_left_first_to_a_job_that_asked_for_more() {
     // As in the test above where job1 dips to 5 kops/s and is held at 7.5, but job4 asks
     // for 60 while held to its 40: the 7.5 left go to job4, not 1:5:6:8 to all, where
     // jobs 1–3 would leave them unused again.
-    let mut jobs = padll_jobs(&[
-        ("job1", 5_000.0),
-        ("job2", 25_000.0),
-        ("job3", 30_000.0),
-        ("job4", 40_000.0),
-    ]);
-    jobs[3].arrivals = 60_000.0;
+    let mut jobs = job1_dipped_and_job4_asking_for_60();
     let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
     assert_eq!(rates, vec![7_500.0, 25_000.0, 30_000.0, 47_500.0]);
     // What it cannot use (it asked for 2 more) goes to all by usage, as in the paper.
@@ -128,13 +134,7 @@ fn psfa_gives_more_of_what_is_left_to_a_job_held_longer() {
     // Job4 has asked for more than its 40 kops/s for four rounds; job3 asks for more in
     // the fifth only (a backlog after a lull, say). The 7.5 kops/s job1 leaves go to
     // them by usage times the rounds each has been held: 30·1 against 40·5.
-    let mut jobs = padll_jobs(&[
-        ("job1", 5_000.0),
-        ("job2", 25_000.0),
-        ("job3", 30_000.0),
-        ("job4", 40_000.0),
-    ]);
-    jobs[3].arrivals = 60_000.0;
+    let mut jobs = job1_dipped_and_job4_asking_for_60();
     let mut psfa = Psfa::default();
     for _ in 0..4 {
         psfa.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
