@@ -80,6 +80,9 @@ pub struct DataSpec {
     pub file_size: u64,
     /// When to do I/O.
     pub pattern: Pattern,
+    /// Stop this long after the start, mid-phase if need be (an experiment whose
+    /// measures end at a time needs nothing after it); `None`: the pattern's own end.
+    pub until: Option<Duration>,
 }
 
 /// One stretch of I/O: a periodic job's I/O phase, a burst, or a continuous run.
@@ -102,6 +105,9 @@ pub struct DataReport {
     pub per_second: Vec<u64>,
     /// Every stretch of I/O.
     pub phases: Vec<Phase>,
+    /// When `until` stopped the run before its pattern's end, in seconds since the UNIX
+    /// epoch; `None` when the pattern ran to its end.
+    pub stopped: Option<f64>,
 }
 
 fn unix_now() -> f64 {
@@ -233,13 +239,15 @@ struct Shared<'a> {
     /// Bytes claimed so far by `Continuous { volume }` threads.
     claimed: AtomicU64,
     started: Instant,
+    /// `started + until`.
+    deadline: Option<Instant>,
 }
 
 impl Shared<'_> {
     /// Moves blocks until `more()` says stop; the bytes moved.
     fn io(&self, c: &mut Cursor, buf: &mut Aligned, more: &mut dyn FnMut() -> bool) -> Result<u64> {
         let mut moved = 0;
-        while !self.failed.load(Ordering::Relaxed) && more() {
+        while !self.failed.load(Ordering::Relaxed) && !self.past_deadline() && more() {
             let n = c.call(self.spec.access, buf.bytes())?;
             moved += n;
             self.bytes.fetch_add(n, Ordering::Relaxed);
@@ -248,6 +256,15 @@ impl Shared<'_> {
             c.file.sync_data()?;
         }
         Ok(moved)
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The end of a stretch that would end at `end`, or at the deadline if sooner.
+    fn cut(&self, end: Instant) -> Instant {
+        self.deadline.map_or(end, |d| end.min(d))
     }
 
     /// One thread's whole run: its stretches of I/O as (start, end, bytes), in seconds
@@ -273,7 +290,7 @@ impl Shared<'_> {
                 phases.push((since(begun), since(Instant::now()), moved));
             }
             Pattern::Bursty { on, off, seconds } => {
-                let end = self.started + Duration::from_secs_f64(*seconds);
+                let end = self.cut(self.started + Duration::from_secs_f64(*seconds));
                 let mut next = self.started;
                 while next < end {
                     let stop = (next + *on).min(end);
@@ -293,7 +310,10 @@ impl Shared<'_> {
                 // This thread's whole blocks of each phase.
                 let blocks = (volume / block).div_ceil(n);
                 for _ in 0..*iterations {
-                    std::thread::sleep(*compute);
+                    // Past the deadline every thread still goes round (moving nothing),
+                    // so that all meet at every barrier: none decides alone to leave.
+                    let until = self.cut(Instant::now() + *compute);
+                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
                     self.barrier.wait();
                     let begun = Instant::now();
                     let mut left = blocks;
@@ -305,7 +325,9 @@ impl Shared<'_> {
                     // Every thread meets the others at the barrier even after a failure,
                     // so that none waits forever.
                     let moved = result.inspect_err(|_| self.failed.store(true, Ordering::Relaxed));
-                    phases.push((since(begun), since(Instant::now()), moved.unwrap_or(0)));
+                    if self.deadline.is_none_or(|d| begun < d) {
+                        phases.push((since(begun), since(Instant::now()), moved.unwrap_or(0)));
+                    }
                     self.barrier.wait();
                 }
             }
@@ -337,13 +359,15 @@ pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<Dat
         spec.prepare()?;
     }
     let threads = spec.threads.max(1);
+    let now = Instant::now();
     let shared = Shared {
         spec,
         bytes: AtomicU64::new(0),
         failed: AtomicBool::new(false),
         barrier: Barrier::new(threads),
         claimed: AtomicU64::new(0),
-        started: Instant::now(),
+        started: now,
+        deadline: spec.until.map(|u| now + u),
     };
     let started = unix_now();
     let mut report = DataReport {
@@ -402,5 +426,78 @@ pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<Dat
             bytes: parts.iter().map(|p| p.2).sum(),
         });
     }
+    // The threads leave at the deadline only when the pattern had not ended before it.
+    if let Some(until) = spec.until.filter(|_| shared.past_deadline()) {
+        report.stopped = Some(started + until.as_secs_f64());
+    }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory of this test's own under the system's temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-data-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn periodic(dir: PathBuf, until: Option<Duration>) -> DataSpec {
+        DataSpec {
+            dir,
+            access: Access::Write,
+            block: 4096,
+            threads: 2,
+            direct: false,
+            file_size: 1 << 20,
+            // 0.2 s of compute then 64 KiB, ten times: about 2 s to its end.
+            pattern: Pattern::Periodic {
+                compute: Duration::from_millis(200),
+                volume: 64 << 10,
+                iterations: 10,
+            },
+            until,
+        }
+    }
+
+    #[test]
+    fn until_stops_a_periodic_run_mid_pattern_and_says_when() {
+        let dir = scratch("until");
+        let begun = Instant::now();
+        let report = run(
+            &periodic(dir.clone(), Some(Duration::from_millis(500))),
+            |_, _| {},
+        )
+        .unwrap();
+        let took = begun.elapsed();
+        assert!(took < Duration::from_millis(1200), "ran {took:?}");
+        let stopped = report.stopped.expect("stopped before the pattern's end");
+        assert!((stopped - report.started - 0.5).abs() < 1e-6);
+        // Two I/O phases began before 0.5 s (at 0.2 and about 0.4 s); none after it.
+        assert_eq!(report.phases.len(), 2, "{:?}", report.phases);
+        assert!(report.phases.iter().all(|p| p.start < stopped));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_that_ends_before_until_is_not_stopped() {
+        let dir = scratch("natural");
+        let mut spec = periodic(dir.clone(), Some(Duration::from_secs(30)));
+        spec.pattern = Pattern::Periodic {
+            compute: Duration::from_millis(50),
+            volume: 64 << 10,
+            iterations: 2,
+        };
+        let report = run(&spec, |_, _| {}).unwrap();
+        assert_eq!(report.stopped, None);
+        assert_eq!(report.phases.len(), 2);
+        assert_eq!(
+            report.phases.iter().map(|p| p.bytes).sum::<u64>(),
+            2 * (64 << 10)
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

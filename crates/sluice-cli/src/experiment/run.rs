@@ -303,6 +303,10 @@ fn command(
             if p.direct {
                 args.push("--direct".into());
             }
+            if let Some(stop) = sc.metrics.stop {
+                let until = (stop - job.start.as_secs_f64()).max(0.0);
+                args.extend(["--until".into(), until.to_string().into()]);
+            }
             Ok((args, Records::Data(phases)))
         }
     }
@@ -462,6 +466,13 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
             "  {}: timed out after {:?}; jobs still running were stopped",
             setup.name, sc.timeout
         );
+    }
+    // A job that ran to `metrics.stop` was stopped there (one that ended on its own ended
+    // before it).
+    if let Some(stop) = sc.metrics.stop {
+        for end in &mut ended {
+            *end = end.filter(|e| *e < stop);
+        }
     }
     let (calls, phases) = collect(&units, start_unix);
     // A command job's completion is its program's own run time, from its start to its

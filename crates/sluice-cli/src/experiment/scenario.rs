@@ -88,6 +88,10 @@ pub struct Metrics {
     /// IO-SETS' time frame [T_begin, T_end] (seconds from the set-up's start) over which
     /// stretch, I/O slowdown and utilization are computed from the periodic jobs' phases.
     pub window: Option<[f64; 2]>,
+    /// Seconds from the set-up's start at which every job stops, mid-phase if need be
+    /// (data jobs only): the measures of a window need nothing after its end. A job
+    /// stopped then is shown as stopped, not with a completion time.
+    pub stop: Option<f64>,
 }
 
 /// A synthetic trace with the published statistics (`sluice trace synth`).
@@ -515,6 +519,24 @@ impl Scenario {
             && !(at_least_zero(a) && b > a && b.is_finite())
         {
             bail!("metrics.window: [T_begin, T_end] with 0 ≤ T_begin < T_end");
+        }
+        if let Some(stop) = self.metrics.stop {
+            let end = self.metrics.window.map_or(0.0, |[_, b]| b);
+            if !(stop.is_finite() && stop > 0.0 && stop >= end) {
+                bail!(
+                    "metrics.stop = {stop}: must be a number of seconds, at or after the window's end"
+                );
+            }
+            if let Some(j) = self
+                .jobs
+                .iter()
+                .find(|j| j.workload.list().iter().any(|w| w.data().is_none()))
+            {
+                bail!(
+                    "metrics.stop: job {} is not a data job (only data jobs can be stopped mid-run)",
+                    j.name
+                );
+            }
         }
         Ok(())
     }

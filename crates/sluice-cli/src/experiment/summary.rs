@@ -69,12 +69,13 @@ impl Outcome {
             .sum()
     }
 
-    /// Seconds from the first arrival to the last job's end (to the timeout's stop when a
-    /// job never ended).
+    /// Seconds from the first arrival to the last job's end (to the end of the run's last
+    /// second when a job was stopped).
     pub fn makespan(&self) -> f64 {
+        let stopped = self.last_second() as f64 + 1.0;
         self.ends
             .iter()
-            .map(|e| e.unwrap_or(f64::NAN))
+            .map(|e| e.unwrap_or(stopped))
             .fold(0.0, f64::max)
     }
 
@@ -341,12 +342,6 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             &[panel],
         )?;
     }
-    // IO-SETS' B: the median bandwidth of the I/O phases that shared the file system with
-    // no other, over every set-up of the run, as the paper sets it.
-    let isolated = sc
-        .metrics
-        .window
-        .map(|_| iosets::isolated_bandwidth(outcomes).unwrap_or(capacity));
     let summary = Summary {
         scenario: sc.name.clone(),
         capacity,
@@ -399,8 +394,7 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                 iosets: sc
                     .metrics
                     .window
-                    .zip(isolated)
-                    .and_then(|(w, b)| iosets::measures(o, w, b)),
+                    .and_then(|w| iosets::measures(o, w, capacity)),
             })
             .collect(),
     };
@@ -697,29 +691,40 @@ pub fn compare(dirs: &[PathBuf]) -> Result<i32> {
 mod tests {
     use super::*;
 
+    /// An uncontrolled outcome of jobs starting at 0: calls per (job, second), and ends.
+    fn outcome(calls: &[((usize, u64), f64)], ends: Vec<Option<f64>>) -> Outcome {
+        let n = ends.len();
+        Outcome {
+            setup: "Baseline".into(),
+            algorithm: "none".into(),
+            jobs: (0..n).map(|i| format!("job{i}")).collect(),
+            starts: vec![0.0; n],
+            ends,
+            calls: calls.iter().copied().collect(),
+            allocation: BTreeMap::new(),
+            phases: Vec::new(),
+            limits: vec![None; n],
+            desired: vec![None; n],
+        }
+    }
+
     #[test]
     fn the_capacity_bound_carries_what_passes_the_capacity_into_later_seconds() {
         // Capacity 10/s. Seconds 1-2: 5 each (served at once); second 3: 30 (10 served,
         // 20 carried); second 4: none. The 20 left take two more seconds: the load cannot
         // end before 5 s.
-        let calls = [(1, 5.0), (2, 5.0), (3, 30.0), (4, 0.0)]
-            .into_iter()
-            .map(|(s, c)| ((0, s), c))
-            .collect();
-        let o = Outcome {
-            setup: "Baseline".into(),
-            algorithm: "none".into(),
-            jobs: vec!["a".into()],
-            starts: vec![0.0],
-            ends: vec![Some(3.0)],
-            calls,
-            allocation: BTreeMap::new(),
-            phases: Vec::new(),
-            limits: vec![None],
-            desired: vec![None],
-        };
+        let o = outcome(
+            &[((0, 1), 5.0), ((0, 2), 5.0), ((0, 3), 30.0), ((0, 4), 0.0)],
+            vec![Some(3.0)],
+        );
         assert!((o.capacity_bound(10.0) - 5.0).abs() < 1e-9);
         // Under a capacity it never reaches, the last second's calls end it in part.
         assert!((o.capacity_bound(60.0) - (2.0 + 30.0 / 60.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_stopped_job_runs_to_the_end_of_the_last_second() {
+        let o = outcome(&[((0, 1), 5.0), ((1, 4), 5.0)], vec![Some(3.0), None]);
+        assert!((o.makespan() - 5.0).abs() < 1e-9);
     }
 }

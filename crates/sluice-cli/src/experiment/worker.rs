@@ -33,6 +33,9 @@ pub struct DataArgs {
     /// Offsets in a file wrap at this many bytes.
     #[arg(long, default_value_t = 256 << 20)]
     file_size: u64,
+    /// Stop this many seconds after the start, mid-phase if need be.
+    #[arg(long, value_name = "SECONDS")]
+    until: Option<f64>,
 }
 
 impl DataArgs {
@@ -81,6 +84,7 @@ impl DataArgs {
             direct: self.direct,
             file_size: self.file_size,
             pattern,
+            until: self.until.map(Duration::from_secs_f64),
         };
         let mut csv = std::fs::File::create(&self.csv)
             .with_context(|| format!("cannot write {}", self.csv.display()))?;
@@ -111,6 +115,12 @@ impl DataArgs {
             }
             let _ = writeln!(text, "io,{:.4},{:.4},{}", p.start, p.end, p.bytes);
             last = p.end;
+        }
+        // Stopped while computing: that compute phase counts up to the stop.
+        if let Some(stopped) = report.stopped.filter(|s| *s > last)
+            && matches!(workload, Workload::Periodic { .. })
+        {
+            let _ = writeln!(text, "compute,{last:.4},{stopped:.4},0");
         }
         std::fs::write(&self.phases, text)
             .with_context(|| format!("cannot write {}", self.phases.display()))?;
