@@ -179,6 +179,70 @@ fn data_jobs_get_their_desired_bandwidth_and_record_their_phases() {
     assert!(md.contains("| a deviation (%) |"), "{md}");
 }
 
+/// A periodic job of about 6 s in a scenario that measures [0.5 s, 2 s] and stops at 2.5 s.
+const STOPPED: &str = r#"
+name = "stopped"
+interval = "100ms"
+timeout = 60
+
+[pool]
+name = "bw"
+match = "class=data"
+capacity = "32MB/s"
+
+[metrics]
+window = [0.5, 2]
+stop = 2.5
+
+[[job]]
+name = "p"
+[job.workload]
+kind = "periodic"
+block = "64KiB"
+compute = 0.3
+volume = "1MiB"
+iterations = 20
+
+[[setup]]
+name = "Bare"
+algorithm = "none"
+"#;
+
+#[test]
+fn metrics_stop_ends_data_jobs_after_the_window_and_their_measures_cover_it() {
+    let dir = tmp_dir();
+    let begun = std::time::Instant::now();
+    let out = run_scenario(&dir, "stopped.toml", STOPPED);
+    assert!(begun.elapsed().as_secs_f64() < 6.0, "{:?}", begun.elapsed());
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let setup = &summary["setups"][0];
+    assert_eq!(setup["completion"][0][1], Value::Null, "{setup}");
+    let makespan = setup["makespan"].as_f64().unwrap();
+    assert!((2.5..=4.0).contains(&makespan), "{setup}");
+    let io = &setup["iosets"];
+    assert_eq!(io["covered"], true, "{io}");
+    assert!(io["utilization"].as_f64().unwrap() > 0.5, "{io}");
+    // Only data jobs can be stopped: a trace job is refused, nothing run.
+    let text = STOPPED.replace(
+        "[[setup]]",
+        "[[job]]\nname = \"c\"\n[job.workload]\nkind = \"command\"\nargv = [\"true\"]\n\n[[setup]]",
+    );
+    let scenario = dir.path().join("bad.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["experiment", "run"])
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("metrics.stop: job c is not a data job"),
+        "{err}"
+    );
+}
+
 /// Runs `text` as scenario `name` in `dir`; returns its output directory.
 fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
     let scenario = dir.path().join(name);
