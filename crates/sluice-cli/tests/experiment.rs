@@ -93,15 +93,10 @@ fn a_scenario_runs_each_setup_and_the_controlled_one_holds_the_pool() {
     );
 
     // Bad input: one line, exit 2, nothing run.
-    let scenario = dir.path().join("small.toml");
-    std::fs::write(&scenario, SCENARIO.replace("\"psfa\"", "\"fastest\"")).unwrap();
-    let o = Command::new(sluice_bin())
-        .args(["experiment", "run"])
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused(
+        &dir.path().join("small.toml"),
+        &SCENARIO.replace("\"psfa\"", "\"fastest\""),
+    );
     assert!(err.contains("fastest"), "{err}");
 }
 
@@ -223,24 +218,30 @@ fn metrics_stop_ends_data_jobs_after_the_window_and_their_measures_cover_it() {
     let io = &setup["iosets"];
     assert_eq!(io["covered"], true, "{io}");
     assert!(io["utilization"].as_f64().unwrap() > 0.5, "{io}");
-    // Only data jobs can be stopped: a trace job is refused, nothing run.
+    // Only data jobs can be stopped: a command job is refused, nothing run.
     let text = STOPPED.replace(
         "[[setup]]",
         "[[job]]\nname = \"c\"\n[job.workload]\nkind = \"command\"\nargv = [\"true\"]\n\n[[setup]]",
     );
-    let scenario = dir.path().join("bad.toml");
-    std::fs::write(&scenario, text).unwrap();
-    let o = Command::new(sluice_bin())
-        .args(["experiment", "run"])
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused(&dir.path().join("bad.toml"), &text);
     assert!(
         err.contains("metrics.stop: job c is not a data job"),
         "{err}"
     );
+}
+
+/// Writes `text` to `scenario` and runs it: it must be refused as bad input (exit 2,
+/// nothing run); returns its standard error.
+fn refused(scenario: &std::path::Path, text: &str) -> String {
+    std::fs::write(scenario, text).unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["experiment", "run"])
+        .arg(scenario)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    err
 }
 
 /// Runs `text` as scenario `name` in `dir`; returns its output directory.
@@ -439,13 +440,6 @@ fn a_job_on_two_nodes_is_one_job_of_the_cluster_and_the_pool_holds() {
     }
 
     // A node the scenario does not have: one line, exit 2, nothing run.
-    std::fs::write(&scenario, TWO_NODES.replace("[0, 1]", "[0, 2]")).unwrap();
-    let o = Command::new(sluice_bin())
-        .args(["experiment", "run"])
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused(&scenario, &TWO_NODES.replace("[0, 1]", "[0, 2]"));
     assert!(err.contains("job a: no node 2"), "{err}");
 }
