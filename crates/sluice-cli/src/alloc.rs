@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::{Map, Value};
-use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Policy, Spec};
+use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
 use sluice_policy::{Allocator, Amount, JobField, Observation, PolicyError, Problem, Round, bench};
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
@@ -108,11 +108,12 @@ fn alloc_help() -> String {
     nodes     compute nodes the job holds (whole number ≥ 1, default 1)
     period_s  the job's I/O period in seconds (optional; set10 detects it otherwise)
   Rates are per second and ≥ 0. limit, usage and arrivals are required by the
-  algorithms that read them (below) and default to 0 otherwise. For drf, capacity,
-  limit, usage and arrivals are {\"ops\": …, \"bytes\": …}.
+  algorithms that read them (below) and default to 0 otherwise. drf also divides a
+  metadata rate and a bandwidth together: give capacity as {\"ops\": …, \"bytes\": …}
+  and so limit, usage and arrivals.
 
 Output: {\"intervals\": [{\"rates\": {\"j1\": …, \"j2\": …}}, …]}, one rate per job and
-interval ({\"ops\": …, \"bytes\": …} for drf).
+interval ({\"ops\": …, \"bytes\": …} when the capacity is).
 
 Algorithms (docs/algorithms.md gives each one's formula and a worked example):
 ",
@@ -322,7 +323,6 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?;
     let spec = registry::find(name).map_err(|e| located(e, ""))?;
     let params = params(top.get("params"))?;
-    let policy = spec.build(&params).map_err(|e| located(e, ""))?;
     let interval_s = params.interval_s().map_err(|e| located(e, ""))?;
     let capacity = required(top, "", "capacity")?;
     let intervals = required(top, "", "intervals")?
@@ -334,9 +334,13 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         capacity,
         intervals,
     };
-    let out = match policy {
-        Policy::Scalar(mut allocator) => run.through(allocator.as_mut())?,
-        Policy::OpsBytes(mut allocator) => run.through(allocator.as_mut())?,
+    // The capacity's shape says what the pool divides: one number, or ops and bytes.
+    let out = if capacity.is_object() {
+        let mut allocator = spec.build_ops_bytes(&params).map_err(|e| located(e, ""))?;
+        run.through(allocator.as_mut())?
+    } else {
+        let mut allocator = spec.build(&params).map_err(|e| located(e, ""))?;
+        run.through(allocator.as_mut())?
     };
     serde_json::to_string(&out).map_err(|e| BadInput::at("output", e))
 }
@@ -415,6 +419,19 @@ mod tests {
     }
 
     #[test]
+    fn drf_divides_one_number_by_max_min() {
+        let out = evaluate(
+            r#"{"algorithm":"drf","capacity":100,"intervals":[{"jobs":[
+                {"id":"a","arrivals":10},{"id":"b","arrivals":80},{"id":"c","arrivals":80}]}]}"#,
+        )
+        .expect("valid input");
+        assert_eq!(
+            out,
+            r#"{"intervals":[{"rates":{"a":10.0,"b":45.0,"c":45.0}}]}"#
+        );
+    }
+
+    #[test]
     fn bad_input_is_one_line_naming_the_field() {
         let job = |fields: &str| {
             format!(
@@ -459,6 +476,10 @@ mod tests {
             (
                 r#"{"algorithm":"drf","capacity":{"ops":1},"intervals":[]}"#.to_owned(),
                 "capacity.bytes: missing",
+            ),
+            (
+                r#"{"algorithm":"psfa","capacity":{"ops":1,"bytes":1},"intervals":[]}"#.to_owned(),
+                "algorithm: psfa divides one resource at a time, not a metadata rate and a bandwidth together",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"interval_s":0},"intervals":[]}"#

@@ -72,6 +72,15 @@ pub enum PolicyError {
         /// The parameters the algorithm takes, comma-separated.
         takes: String,
     },
+    /// The algorithm was asked to divide a metadata rate and a bandwidth together, and
+    /// it divides one resource at a time.
+    #[error(
+        "algorithm: {algorithm} divides one resource at a time, not a metadata rate and a bandwidth together"
+    )]
+    OneResource {
+        /// The algorithm asked for.
+        algorithm: &'static str,
+    },
     /// A parameter's value is not usable.
     #[error("params.{name}: {problem}")]
     Param {

@@ -14,7 +14,8 @@
 //!   out. The algorithms are in [`algo`], one file each: `static`, `uniform`,
 //!   `priority`, `psharing` and `psfa` (PADLL), `adaptbf` (AdapTBF as published) and
 //!   its variant `adaptbf-need`, `set10` (IO-SETS), `reservations` (SDQoS) and `drf`,
-//!   which divides a metadata rate and a bandwidth together with [`OpsBytes`].
+//!   which divides a metadata rate and a bandwidth together with [`OpsBytes`] (and one
+//!   resource by weighted max-min).
 //! - [`registry`]: choose an algorithm by name with [`Params`]; the table there also
 //!   says which fields each algorithm reads.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.
@@ -39,10 +40,8 @@
 //! assert_eq!(rates, vec![11_250.0 + 7_750.0, 40_000.0 + 20_000.0 + 31_000.0]);
 //!
 //! // The same by name, as the control plane and `sluice alloc` choose it.
-//! use sluice_policy::registry::{self, Params, Policy};
-//! let Policy::Scalar(mut psfa) = registry::find("psfa")?.build(&Params::new())? else {
-//!     unreachable!("psfa divides one resource");
-//! };
+//! use sluice_policy::registry::{self, Params};
+//! let mut psfa = registry::find("psfa")?.build(&Params::new())?;
 //! assert_eq!(psfa.allocate(&round), rates);
 //! # Ok::<(), sluice_policy::PolicyError>(())
 //! ```
@@ -70,4 +69,4 @@ mod share;
 pub use algo::Allocator;
 pub use error::{PolicyError, Problem};
 pub use obs::{Amount, JobField, Observation, OpsBytes, Round};
-pub use registry::{ParamValue, Params, Policy};
+pub use registry::{ParamValue, Params};

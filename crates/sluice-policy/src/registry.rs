@@ -73,14 +73,6 @@ impl Params {
     }
 }
 
-/// A built algorithm, by the kind of pool it divides.
-pub enum Policy {
-    /// One resource: ops/s or bytes/s.
-    Scalar(Box<dyn Allocator<f64>>),
-    /// Metadata rate and bandwidth together (`drf`).
-    OpsBytes(Box<dyn Allocator<OpsBytes>>),
-}
-
 /// A parameter an algorithm takes.
 #[derive(Debug)]
 pub struct ParamSpec {
@@ -108,21 +100,52 @@ pub struct Spec {
     /// The observation fields among `limit`, `usage` and `arrivals` it reads: input
     /// for it must give them (the others default to 0).
     pub requires: &'static [JobField],
-    /// Whether it divides a metadata rate and a bandwidth together (`{ops, bytes}`).
-    pub two_resources: bool,
     /// Whether a job's `limit` is a guarantee (a reservation) rather than its demand: a
     /// controller then gives a job whose administrator set no limit 0 (it shares what the
     /// reservations leave), not its estimated demand, which would reserve it all it asks.
     pub limit_is_guarantee: bool,
     /// Its own parameters (besides [`INTERVAL_S`]).
     pub params: &'static [ParamSpec],
-    build: fn(&Params) -> Result<Policy, PolicyError>,
+    build: fn(&Params) -> Result<Box<dyn Allocator>, PolicyError>,
+    /// How it is built for a pool of a metadata rate and a bandwidth together, if it
+    /// divides such pools.
+    build_ops_bytes: Option<BuildOpsBytes>,
 }
 
+/// Builds an algorithm for a pool of a metadata rate and a bandwidth together.
+type BuildOpsBytes = fn() -> Box<dyn Allocator<OpsBytes>>;
+
 impl Spec {
-    /// Builds the algorithm; a parameter it does not take, or a bad value, is an error
+    /// Builds the algorithm for a pool of one resource (ops/s or bytes/s), which every
+    /// algorithm divides; a parameter it does not take, or a bad value, is an error
     /// that names the parameter.
-    pub fn build(&self, params: &Params) -> Result<Policy, PolicyError> {
+    pub fn build(&self, params: &Params) -> Result<Box<dyn Allocator>, PolicyError> {
+        self.check(params)?;
+        (self.build)(params)
+    }
+
+    /// Builds the algorithm for a pool of a metadata rate and a bandwidth together
+    /// (`{ops, bytes}`); an algorithm that divides one resource at a time is an error.
+    pub fn build_ops_bytes(
+        &self,
+        params: &Params,
+    ) -> Result<Box<dyn Allocator<OpsBytes>>, PolicyError> {
+        self.check(params)?;
+        let build = self.build_ops_bytes.ok_or(PolicyError::OneResource {
+            algorithm: self.name,
+        })?;
+        Ok(build())
+    }
+
+    /// Whether it divides a metadata rate and a bandwidth together as well as one
+    /// resource.
+    pub fn divides_ops_and_bytes(&self) -> bool {
+        self.build_ops_bytes.is_some()
+    }
+
+    /// A parameter it does not take, or a bad value, is an error that names the
+    /// parameter.
+    fn check(&self, params: &Params) -> Result<(), PolicyError> {
         let takes = || {
             self.params
                 .iter()
@@ -142,12 +165,12 @@ impl Spec {
             });
         }
         params.interval_s()?;
-        (self.build)(params)
+        Ok(())
     }
 }
 
-fn scalar(allocator: impl Allocator + 'static) -> Result<Policy, PolicyError> {
-    Ok(Policy::Scalar(Box::new(allocator)))
+fn scalar(allocator: impl Allocator + 'static) -> Result<Box<dyn Allocator>, PolicyError> {
+    Ok(Box::new(allocator))
 }
 
 /// Every algorithm, in the order the docs present them.
@@ -156,16 +179,15 @@ pub static ALGORITHMS: [Spec; 10] = [
         name: "static",
         summary: "each job gets its limit",
         requires: &[JobField::Limit],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(StaticLimits),
+        build_ops_bytes: None,
     },
     Spec {
         name: "uniform",
         summary: "the same rate for every active job",
         requires: &[],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[ParamSpec {
             name: "rate",
@@ -173,30 +195,30 @@ pub static ALGORITHMS: [Spec; 10] = [
             help: "fixed rate per job",
         }],
         build: |p| scalar(Uniform::new(p.number("rate")?)?),
+        build_ops_bytes: None,
     },
     Spec {
         name: "priority",
         summary: "fixed shares by weight, no redistribution",
         requires: &[],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(Priority),
+        build_ops_bytes: None,
     },
     Spec {
         name: "psharing",
         summary: "max-min fair share with limits as reservations, leftover by limit",
         requires: &[JobField::Limit],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(ProportionalSharing),
+        build_ops_bytes: None,
     },
     Spec {
         name: "psfa",
         summary: "PADLL's proportional sharing without false allocation",
         requires: &[JobField::Limit, JobField::Usage],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[ParamSpec {
             name: "epsilon",
@@ -208,39 +230,39 @@ pub static ALGORITHMS: [Spec; 10] = [
                 p.number("epsilon")?.unwrap_or(Psfa::DEFAULT_EPSILON),
             )?)
         },
+        build_ops_bytes: None,
     },
     Spec {
         name: "adaptbf",
         summary: "AdapTBF as published: node shares, surplus to all, lenders paid back",
         requires: &[JobField::Arrivals],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(AdapTbf::new()),
+        build_ops_bytes: None,
     },
     Spec {
         name: "adaptbf-need",
         summary: "AdapTBF variant: lends only what borrowers need, pays back what lenders lack",
         requires: &[JobField::Arrivals],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(AdapTbfNeed::new()),
+        build_ops_bytes: None,
     },
     Spec {
         name: "set10",
         summary: "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
         requires: &[JobField::Arrivals],
-        two_resources: false,
         limit_is_guarantee: false,
         params: &[],
         build: |_| scalar(Set10::new()),
+        build_ops_bytes: None,
     },
     Spec {
         name: "reservations",
         summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
         requires: &[JobField::Limit, JobField::Arrivals],
-        two_resources: false,
         limit_is_guarantee: true,
         params: &[ParamSpec {
             name: "work_conserving",
@@ -252,15 +274,16 @@ pub static ALGORITHMS: [Spec; 10] = [
                 p.flag("work_conserving")?.unwrap_or(true),
             ))
         },
+        build_ops_bytes: None,
     },
     Spec {
         name: "drf",
         summary: "dominant resource fairness over metadata ops/s and bytes/s together",
         requires: &[JobField::Arrivals],
-        two_resources: true,
         limit_is_guarantee: false,
         params: &[],
-        build: |_| Ok(Policy::OpsBytes(Box::new(Drf))),
+        build: |_| scalar(Drf),
+        build_ops_bytes: Some(|| Box::new(Drf)),
     },
 ];
 

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use sluice_policy::algo::{AdapTbf, AdapTbfNeed};
-use sluice_policy::registry::{self, ALGORITHMS, Params, Policy};
+use sluice_policy::registry::{self, ALGORITHMS, Params};
 use sluice_policy::{Allocator, Observation, OpsBytes, Round};
 
 /// A rate that is sometimes exactly zero: idle jobs are the interesting edge.
@@ -58,10 +58,9 @@ fn long_scenario() -> impl Strategy<Value = (f64, f64, Vec<Vec<Observation>>)> {
 }
 
 fn scalar(name: &str) -> Box<dyn Allocator> {
-    match registry::find(name).and_then(|spec| spec.build(&Params::new())) {
-        Ok(Policy::Scalar(allocator)) => allocator,
-        _ => panic!("{name} divides one resource"),
-    }
+    registry::find(name)
+        .and_then(|spec| spec.build(&Params::new()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Runs `name` over the scenario's intervals; the rates of each.
@@ -92,7 +91,7 @@ proptest! {
     fn rates_are_finite_non_negative_bounded_and_reproducible(
         (capacity, interval_s, intervals) in scenario()
     ) {
-        for spec in ALGORITHMS.iter().filter(|s| !s.two_resources) {
+        for spec in &ALGORITHMS {
             let rates = run(spec.name, capacity, interval_s, &intervals);
             prop_assert_eq!(&rates, &run(spec.name, capacity, interval_s, &intervals));
             for (jobs, rates) in intervals.iter().zip(&rates) {
@@ -191,9 +190,9 @@ proptest! {
             .collect();
         let capacity = OpsBytes { ops, bytes };
         let round = Round::new(capacity, 1.0, &jobs).expect("valid round");
-        let Ok(Policy::OpsBytes(mut drf)) = registry::find("drf").and_then(|s| s.build(&Params::new())) else {
-            panic!("drf divides two resources");
-        };
+        let mut drf = registry::find("drf")
+            .and_then(|s| s.build_ops_bytes(&Params::new()))
+            .expect("drf divides two resources");
         let rates = drf.allocate(&round);
         prop_assert_eq!(&rates, &drf.allocate(&round));
         for (job, rate) in jobs.iter().zip(&rates) {
@@ -210,6 +209,26 @@ proptest! {
             let met = rate.ops >= job.arrivals.ops * (1.0 - 1e-9) && rate.bytes >= job.arrivals.bytes * (1.0 - 1e-9);
             let blocked = (job.arrivals.ops > 0.0 && full[0]) || (job.arrivals.bytes > 0.0 && full[1]);
             prop_assert!(met || blocked, "{:?} got {:?}", job.arrivals, rate);
+        }
+    }
+
+    #[test]
+    fn drf_on_one_resource_is_weighted_max_min_capped_by_demand(
+        (capacity, _, intervals) in scenario()
+    ) {
+        for (jobs, rates) in intervals.iter().zip(run("drf", capacity, 1.0, &intervals)) {
+            let demand: f64 = jobs.iter().map(|j| j.arrivals).sum();
+            prop_assert!(near(rates.iter().sum(), demand.min(capacity)));
+            // A job held below its demand gets at least every other job's rate per
+            // unit of weight.
+            let level = |job: &Observation, rate: f64| rate / job.weight.unwrap_or(1.0);
+            for (job, rate) in jobs.iter().zip(&rates) {
+                if *rate < job.arrivals * (1.0 - 1e-9) {
+                    for (other, other_rate) in jobs.iter().zip(&rates) {
+                        prop_assert!(level(other, *other_rate) <= level(job, *rate) * (1.0 + 1e-9) + 1e-9);
+                    }
+                }
+            }
         }
     }
 }

@@ -264,14 +264,6 @@ pub enum ClusterError {
         /// What is wrong with it.
         problem: Problem,
     },
-    /// The pool's algorithm divides two resources together.
-    #[error("pools.{pool}.algorithm: {algorithm} divides two resources, a pool one")]
-    TwoResources {
-        /// The pool.
-        pool: String,
-        /// The algorithm asked for.
-        algorithm: String,
-    },
     /// The algorithm refused its name, its parameters or a round.
     #[error("pools.{pool}.{source}")]
     Policy {

@@ -5,7 +5,7 @@ use std::collections::btree_map::Entry;
 use std::sync::Arc;
 
 use sluice_core::segment::Latency;
-use sluice_policy::registry::{self, Policy};
+use sluice_policy::registry;
 use sluice_policy::{Allocator, Problem};
 
 use super::{
@@ -297,19 +297,12 @@ fn check(plan: &PoolPlan) -> Result<(), ClusterError> {
 }
 
 fn build(plan: &PoolPlan) -> Result<Box<dyn Allocator>, ClusterError> {
-    let policy = registry::find(&plan.algorithm)
+    registry::find(&plan.algorithm)
         .and_then(|spec| spec.build(&plan.params))
         .map_err(|source| ClusterError::Policy {
             pool: plan.name.clone(),
             source,
-        })?;
-    match policy {
-        Policy::Scalar(allocator) => Ok(allocator),
-        Policy::OpsBytes(_) => Err(ClusterError::TwoResources {
-            pool: plan.name.clone(),
-            algorithm: plan.algorithm.clone(),
-        }),
-    }
+        })
 }
 
 /// Reports come off the network: a figure that is not a finite rate counts as nothing

@@ -124,6 +124,18 @@ fn two_jobs_share_the_capacity_as_psfa_does() {
 }
 
 #[test]
+fn drf_divides_one_pool_by_max_min_up_to_each_demand() {
+    let mut c = cluster(vec![plan("md", "drf", 0.0)]);
+    c.report("n1", 1, true, vec![job("j1", 2_000.0, 2_000.0)], vec![]);
+    c.report("n2", 1, true, vec![job("j2", 30_000.0, 3_000.0)], vec![]);
+    c.report("n3", 1, true, vec![job("j3", 5_000.0, 3_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    // j1's 2k met; the 8k left split evenly, short of both other demands.
+    let got = ["j1", "j2", "j3"].map(|j| allocation(&c, j));
+    assert_eq!(got, [2_000.0, 4_000.0, 4_000.0]);
+}
+
+#[test]
 fn a_job_is_split_among_its_nodes_by_demand() {
     let mut c = cluster(vec![plan("md", "psfa", 0.0)]);
     c.report("a", 1, true, vec![job("j", 3_000.0, 3_000.0)], vec![]);
@@ -236,12 +248,13 @@ fn settings_reach_the_algorithm_per_pool_first() {
 #[test]
 fn pools_are_checked_and_keep_their_state_when_unchanged() {
     let mut c = Cluster::default();
-    let drf = c
-        .set_pools(vec![plan("md", "drf", 0.0)])
-        .expect_err("two resources");
-    assert_eq!(
-        drf.to_string(),
-        "pools.md.algorithm: drf divides two resources, a pool one"
+    let fifo = c
+        .set_pools(vec![plan("md", "fifo", 0.0)])
+        .expect_err("no such algorithm");
+    assert!(
+        fifo.to_string()
+            .starts_with("pools.md.algorithm: unknown algorithm \"fifo\""),
+        "{fifo}"
     );
     let twice = c.set_pools(vec![plan("md", "psfa", 0.0), plan("md", "psfa", 0.0)]);
     assert_eq!(twice, Err(ClusterError::DuplicatePool("md".into())));

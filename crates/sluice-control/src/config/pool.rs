@@ -237,14 +237,6 @@ impl PoolSpec {
             ));
         }
         let spec = registry::find(algorithm).map_err(|e| FieldError::named("algorithm", e))?;
-        if spec.two_resources {
-            return Err(FieldError::new(
-                "algorithm",
-                format_args!(
-                    "{algorithm} divides a metadata rate and a bandwidth together; a pool has one capacity"
-                ),
-            ));
-        }
         if params.contains_key(INTERVAL_S.name) {
             return Err(FieldError::new(
                 "params",

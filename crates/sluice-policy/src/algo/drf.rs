@@ -1,7 +1,8 @@
-//! `drf`: dominant resource fairness over a metadata rate and a bandwidth at once.
+//! `drf`: dominant resource fairness over a metadata rate and a bandwidth at once, or
+//! weighted max-min fairness over one resource.
 
 use super::Allocator;
-use crate::obs::{Amount, OpsBytes, Round};
+use crate::obs::{Amount, Round};
 
 /// Dominant resource fairness (Ghodsi et al., NSDI 2011) over two pools at once: the
 /// metadata rate (ops/s) and the bandwidth (bytes/s) of one file system.
@@ -13,29 +14,36 @@ use crate::obs::{Amount, OpsBytes, Round};
 /// keep growing. The result is the weighted max-min fair division of dominant shares,
 /// capped by demand: a metadata-heavy job cannot crowd out a streaming job by being
 /// cheap in bytes, and the reverse. None of the published I/O QoS systems offers this.
+///
+/// Over one resource (an `f64` pool) the dominant share is the share of that resource,
+/// and the same filling is weighted max-min fairness capped by demand (water-filling
+/// by weight), so the controllers can run `drf` on any pool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Drf;
 
 /// One job's demand as progressive filling sees it.
 struct Claim {
     index: usize,
-    demand: [f64; 2],
+    demand: [f64; MAX_PARTS],
     /// The job's allocation grows by `demand / dominant · weight` per unit of the
     /// filling level; it is met when the level reaches `met_at`.
-    per_level: [f64; 2],
+    per_level: [f64; MAX_PARTS],
     met_at: f64,
 }
 
-impl Allocator<OpsBytes> for Drf {
-    fn allocate(&mut self, round: &Round<'_, OpsBytes>) -> Vec<OpsBytes> {
-        let capacity = [round.capacity().ops, round.capacity().bytes];
+impl<A: Amount> Allocator<A> for Drf {
+    fn allocate(&mut self, round: &Round<'_, A>) -> Vec<A> {
+        let parts = A::PARTS.len();
+        let capacity = part_array(round.capacity(), parts);
         let mut claims: Vec<Claim> = round
             .jobs()
             .iter()
             .enumerate()
             .filter_map(|(index, job)| {
-                let demand = [job.arrivals.part(0), job.arrivals.part(1)];
-                let dominant = (demand[0] / capacity[0]).max(demand[1] / capacity[1]);
+                let demand = part_array(job.arrivals, parts);
+                let dominant = (0..parts)
+                    .map(|r| demand[r] / capacity[r])
+                    .fold(0.0, f64::max);
                 (dominant > 0.0).then(|| {
                     let weight = job.weight_or_one();
                     Claim {
@@ -49,9 +57,9 @@ impl Allocator<OpsBytes> for Drf {
             .collect();
         claims.sort_by(|a, b| a.met_at.total_cmp(&b.met_at).then(a.index.cmp(&b.index)));
 
-        let mut rates = vec![[0.0; 2]; round.jobs().len()];
-        let mut used = [0.0; 2];
-        let mut slope = claims.iter().fold([0.0; 2], |sum, claim| {
+        let mut rates = vec![[0.0; MAX_PARTS]; round.jobs().len()];
+        let mut used = [0.0; MAX_PARTS];
+        let mut slope = claims.iter().fold([0.0; MAX_PARTS], |sum, claim| {
             [sum[0] + claim.per_level[0], sum[1] + claim.per_level[1]]
         });
         let mut growing = vec![true; claims.len()];
@@ -62,7 +70,7 @@ impl Allocator<OpsBytes> for Drf {
                 continue;
             }
             // The level at which each resource still in use runs out.
-            let (exhausted, level) = (0..2)
+            let (exhausted, level) = (0..parts)
                 .filter(|&r| slope[r] > 0.0)
                 .map(|r| (r, ((capacity[r] - used[r]) / slope[r]).max(0.0)))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -88,14 +96,27 @@ impl Allocator<OpsBytes> for Drf {
         }
         rates
             .into_iter()
-            .map(|[ops, bytes]| OpsBytes { ops, bytes })
+            .map(|rate| A::from_parts(&rate[..parts]))
             .collect()
     }
 }
 
+/// The most resources a pool divides: a metadata rate and a bandwidth.
+const MAX_PARTS: usize = 2;
+
+/// `amount`'s components; those past `parts` are 0, so they are never demanded.
+fn part_array(amount: impl Amount, parts: usize) -> [f64; MAX_PARTS] {
+    std::array::from_fn(|r| if r < parts { amount.part(r) } else { 0.0 })
+}
+
 /// Takes a job out of the filling with `given` allocated to it.
-fn stop(claim: &Claim, given: [f64; 2], used: &mut [f64; 2], slope: &mut [f64; 2]) {
-    for r in 0..2 {
+fn stop(
+    claim: &Claim,
+    given: [f64; MAX_PARTS],
+    used: &mut [f64; MAX_PARTS],
+    slope: &mut [f64; MAX_PARTS],
+) {
+    for r in 0..MAX_PARTS {
         used[r] += given[r];
         slope[r] = (slope[r] - claim.per_level[r]).max(0.0);
     }

@@ -58,11 +58,6 @@ fn pool_set_refuses_without_changing_anything() {
          psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
     );
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "drf", none)),
-        "pool \"x\": algorithm: drf divides a metadata rate and a bandwidth together; a pool \
-         has one capacity"
-    );
-    assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"])),
         "pool \"x\": params: \"epsilon\": expected NAME=NUMBER or NAME=true|false"
     );

@@ -78,11 +78,6 @@ fn pool_errors_say_which_pool_which_field_and_why() {
         "config:4: pool[1] \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, \
          uniform, priority, psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
     );
-    assert_eq!(
-        pool_error("capacity = \"1k/s\"\nalgorithm = \"drf\""),
-        "config:4: pool[1] \"x\": algorithm: drf divides a metadata rate and a bandwidth \
-         together; a pool has one capacity"
-    );
     let cases = [
         (
             "match = \"op=open rate=5k/s\"",
