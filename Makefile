@@ -47,7 +47,7 @@ bench: build
 	@$(BIN) bench cycle --locals 1000 --churn
 
 ## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
-## stepped with `sluice rule change`, about 5.5 minutes: experiments/fig6/), then every
+## stepped with `sluice rule change`, about 2.5 minutes: experiments/fig6/), then every
 ## scenario under experiments/scenarios/, its figures written beside it under
 ## experiments/NAME/. The bandwidth ones (sdqos-*, iosets, adaptbf-*: about 10 minutes)
 ## make a throttled loop-device file system and need root; AdapTBF's run last.

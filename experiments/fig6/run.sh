@@ -14,13 +14,13 @@
 #
 #   bash experiments/fig6/run.sh
 #
-# Environment: STEP (s, default 5), BASELINE (s, default 3; 0 skips it), THREADS
+# Environment: STEP (s, default 4), BASELINE (s, default 3; 0 skips it), THREADS
 # (default 2), TOLERANCE (%, default 2), PANELS (default: all six, e.g. "open getattr").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=$ROOT/experiments/fig6
-STEP=${STEP:-5}
+STEP=${STEP:-4}
 BASELINE=${BASELINE:-3}
 THREADS=${THREADS:-2}
 TOLERANCE=${TOLERANCE:-2}
