@@ -108,15 +108,24 @@ fn alloc_help() -> String {
     nodes     compute nodes the job holds (whole number ≥ 1, default 1)
     period_s  the job's I/O period in seconds (optional; set10 detects it otherwise)
   Rates are per second and ≥ 0. limit, usage and arrivals are required by the
-  algorithms that read them (below) and default to 0 otherwise. drf also divides a
-  metadata rate and a bandwidth together: give capacity as {\"ops\": …, \"bytes\": …}
-  and so limit, usage and arrivals.
+  algorithms that read them (below) and default to 0 otherwise. A capacity
+  {\"ops\": …, \"bytes\": …} divides a metadata rate and a bandwidth together (with
+  {pairs} only); limit, usage and arrivals are then such objects too.
 
 Output: {\"intervals\": [{\"rates\": {\"j1\": …, \"j2\": …}}, …]}, one rate per job and
 interval ({\"ops\": …, \"bytes\": …} when the capacity is).
 
 Algorithms (docs/algorithms.md gives each one's formula and a worked example):
 ",
+    )
+    .replace(
+        "{pairs}",
+        &ALGORITHMS
+            .iter()
+            .filter(|spec| spec.builds_ops_bytes())
+            .map(|spec| spec.name)
+            .collect::<Vec<_>>()
+            .join(", "),
     )
     .replace(
         "{interval}",
@@ -323,6 +332,8 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?;
     let spec = registry::find(name).map_err(|e| located(e, ""))?;
     let params = params(top.get("params"))?;
+    // Built for one resource first, so that its parameters are judged before the pool.
+    let mut one = spec.build(&params).map_err(|e| located(e, ""))?;
     let interval_s = params.interval_s().map_err(|e| located(e, ""))?;
     let capacity = required(top, "", "capacity")?;
     let intervals = required(top, "", "intervals")?
@@ -335,12 +346,16 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         intervals,
     };
     // The capacity's shape says what the pool divides: one number, or ops and bytes.
-    let out = if capacity.is_object() {
-        let mut allocator = spec.build_ops_bytes(&params).map_err(|e| located(e, ""))?;
-        run.through(allocator.as_mut())?
+    let out = if !capacity.is_object() {
+        run.through(one.as_mut())?
+    } else if spec.builds_ops_bytes() {
+        let mut both = spec.build_ops_bytes(&params).map_err(|e| located(e, ""))?;
+        run.through(both.as_mut())?
     } else {
-        let mut allocator = spec.build(&params).map_err(|e| located(e, ""))?;
-        run.through(allocator.as_mut())?
+        return Err(BadInput::at(
+            "capacity",
+            format!("must be a number ({name} divides one resource at a time)"),
+        ));
     };
     serde_json::to_string(&out).map_err(|e| BadInput::at("output", e))
 }
@@ -479,7 +494,11 @@ mod tests {
             ),
             (
                 r#"{"algorithm":"psfa","capacity":{"ops":1,"bytes":1},"intervals":[]}"#.to_owned(),
-                "algorithm: psfa divides one resource at a time, not a metadata rate and a bandwidth together",
+                "capacity: must be a number (psfa divides one resource at a time)",
+            ),
+            (
+                r#"{"algorithm":"priority","params":{"epsilon":1}}"#.to_owned(),
+                "params.epsilon: not a parameter of priority (it takes: interval_s)",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"interval_s":0},"intervals":[]}"#

@@ -48,12 +48,15 @@ pub fn run(sizes: &[usize], budget: Duration) -> Vec<BenchRow> {
         });
         for spec in &ALGORITHMS {
             // An algorithm that divides both resources is timed at its harder task.
-            let (intervals, elapsed) = match spec.build_ops_bytes(&Params::new()) {
-                Ok(mut a) => dual.time(a.as_mut(), budget),
-                Err(_) => match spec.build(&Params::new()) {
-                    Ok(mut a) => scalar.time(a.as_mut(), budget),
-                    Err(_) => continue,
-                },
+            let timed = if spec.builds_ops_bytes() {
+                spec.build_ops_bytes(&Params::new())
+                    .map(|mut a| dual.time(a.as_mut(), budget))
+            } else {
+                spec.build(&Params::new())
+                    .map(|mut a| scalar.time(a.as_mut(), budget))
+            };
+            let Ok((intervals, elapsed)) = timed else {
+                continue;
             };
             let us_per_interval = elapsed.as_secs_f64() * 1e6 / f64::from(intervals);
             rows.push(BenchRow {

@@ -77,7 +77,7 @@ pub enum PolicyError {
     #[error(
         "algorithm: {algorithm} divides one resource at a time, not a metadata rate and a bandwidth together"
     )]
-    OneResource {
+    OneResourceOnly {
         /// The algorithm asked for.
         algorithm: &'static str,
     },

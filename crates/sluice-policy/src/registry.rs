@@ -106,20 +106,20 @@ pub struct Spec {
     pub limit_is_guarantee: bool,
     /// Its own parameters (besides [`INTERVAL_S`]).
     pub params: &'static [ParamSpec],
-    build: fn(&Params) -> Result<Box<dyn Allocator>, PolicyError>,
+    build: Build<f64>,
     /// How it is built for a pool of a metadata rate and a bandwidth together, if it
     /// divides such pools.
-    build_ops_bytes: Option<BuildOpsBytes>,
+    build_ops_bytes: Option<Build<OpsBytes>>,
 }
 
-/// Builds an algorithm for a pool of a metadata rate and a bandwidth together.
-type BuildOpsBytes = fn() -> Box<dyn Allocator<OpsBytes>>;
+/// Builds an algorithm for pools whose amounts are `A`, from checked parameters.
+type Build<A> = fn(&Params) -> Result<Box<dyn Allocator<A>>, PolicyError>;
 
 impl Spec {
     /// Builds the algorithm for a pool of one resource (ops/s or bytes/s), which every
     /// algorithm divides; a parameter it does not take, or a bad value, is an error
     /// that names the parameter.
-    pub fn build(&self, params: &Params) -> Result<Box<dyn Allocator>, PolicyError> {
+    pub fn build(&self, params: &Params) -> Result<Box<dyn Allocator<f64>>, PolicyError> {
         self.check(params)?;
         (self.build)(params)
     }
@@ -131,19 +131,19 @@ impl Spec {
         params: &Params,
     ) -> Result<Box<dyn Allocator<OpsBytes>>, PolicyError> {
         self.check(params)?;
-        let build = self.build_ops_bytes.ok_or(PolicyError::OneResource {
+        let build = self.build_ops_bytes.ok_or(PolicyError::OneResourceOnly {
             algorithm: self.name,
         })?;
-        Ok(build())
+        build(params)
     }
 
     /// Whether it divides a metadata rate and a bandwidth together as well as one
-    /// resource.
-    pub fn divides_ops_and_bytes(&self) -> bool {
+    /// resource ([`Spec::build_ops_bytes`]).
+    pub fn builds_ops_bytes(&self) -> bool {
         self.build_ops_bytes.is_some()
     }
 
-    /// A parameter it does not take, or a bad value, is an error that names the
+    /// A parameter it does not take, or a bad `interval_s`, is an error that names the
     /// parameter.
     fn check(&self, params: &Params) -> Result<(), PolicyError> {
         let takes = || {
@@ -169,7 +169,7 @@ impl Spec {
     }
 }
 
-fn scalar(allocator: impl Allocator + 'static) -> Result<Box<dyn Allocator>, PolicyError> {
+fn boxed(allocator: impl Allocator<f64> + 'static) -> Result<Box<dyn Allocator<f64>>, PolicyError> {
     Ok(Box::new(allocator))
 }
 
@@ -181,7 +181,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(StaticLimits),
+        build: |_| boxed(StaticLimits),
         build_ops_bytes: None,
     },
     Spec {
@@ -194,7 +194,7 @@ pub static ALGORITHMS: [Spec; 10] = [
             default: "capacity / active jobs",
             help: "fixed rate per job",
         }],
-        build: |p| scalar(Uniform::new(p.number("rate")?)?),
+        build: |p| boxed(Uniform::new(p.number("rate")?)?),
         build_ops_bytes: None,
     },
     Spec {
@@ -203,7 +203,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(Priority),
+        build: |_| boxed(Priority),
         build_ops_bytes: None,
     },
     Spec {
@@ -212,7 +212,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(ProportionalSharing),
+        build: |_| boxed(ProportionalSharing),
         build_ops_bytes: None,
     },
     Spec {
@@ -226,7 +226,7 @@ pub static ALGORITHMS: [Spec; 10] = [
             help: "share of the usage-to-limit gap granted for growth",
         }],
         build: |p| {
-            scalar(Psfa::new(
+            boxed(Psfa::new(
                 p.number("epsilon")?.unwrap_or(Psfa::DEFAULT_EPSILON),
             )?)
         },
@@ -238,7 +238,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(AdapTbf::new()),
+        build: |_| boxed(AdapTbf::new()),
         build_ops_bytes: None,
     },
     Spec {
@@ -247,7 +247,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(AdapTbfNeed::new()),
+        build: |_| boxed(AdapTbfNeed::new()),
         build_ops_bytes: None,
     },
     Spec {
@@ -256,7 +256,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(Set10::new()),
+        build: |_| boxed(Set10::new()),
         build_ops_bytes: None,
     },
     Spec {
@@ -270,7 +270,7 @@ pub static ALGORITHMS: [Spec; 10] = [
             help: "lend unused reservations to jobs that want more",
         }],
         build: |p| {
-            scalar(Reservations::new(
+            boxed(Reservations::new(
                 p.flag("work_conserving")?.unwrap_or(true),
             ))
         },
@@ -278,12 +278,12 @@ pub static ALGORITHMS: [Spec; 10] = [
     },
     Spec {
         name: "drf",
-        summary: "dominant resource fairness over metadata ops/s and bytes/s together",
+        summary: "dominant resource fairness over ops/s and bytes/s together; on one resource, max-min by weight up to demand",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| scalar(Drf),
-        build_ops_bytes: Some(|| Box::new(Drf)),
+        build: |_| boxed(Drf),
+        build_ops_bytes: Some(|_| Ok(Box::new(Drf))),
     },
 ];
 
@@ -335,5 +335,24 @@ mod tests {
         for spec in &ALGORITHMS {
             assert!(spec.build(&Params::new()).is_ok(), "{}", spec.name);
         }
+    }
+
+    #[test]
+    fn only_drf_divides_ops_and_bytes_together() {
+        for spec in &ALGORITHMS {
+            let both = spec.build_ops_bytes(&Params::new());
+            assert_eq!(spec.builds_ops_bytes(), both.is_ok(), "{}", spec.name);
+            assert_eq!(spec.builds_ops_bytes(), spec.name == "drf", "{}", spec.name);
+        }
+        let psfa = find("psfa")
+            .and_then(|s| s.build_ops_bytes(&Params::new()))
+            .err();
+        assert_eq!(
+            psfa.map(|e| e.to_string()).as_deref(),
+            Some(
+                "algorithm: psfa divides one resource at a time, not a metadata rate and a \
+                 bandwidth together"
+            )
+        );
     }
 }

@@ -113,3 +113,13 @@ fn drf_equalises_dominant_shares_across_metadata_and_bandwidth() {
     assert!(close(rates[0], demand(75_000.0, 250.0)), "{rates:?}");
     assert!(close(rates[1], demand(50_000.0 / 3.0, 750.0)), "{rates:?}");
 }
+
+#[test]
+fn drf_on_one_resource_is_max_min_up_to_demand() {
+    let jobs = ["a", "b", "c"]
+        .into_iter()
+        .zip([10.0, 80.0, 80.0])
+        .map(|(id, asks)| Observation::new(id, 0.0, 0.0, asks))
+        .collect::<Vec<_>>();
+    assert_eq!(allocate(&mut Drf, 100.0, &jobs), vec![10.0, 45.0, 45.0]);
+}

@@ -221,8 +221,9 @@ proptest! {
             prop_assert!(near(rates.iter().sum(), demand.min(capacity)));
             // A job held below its demand gets at least every other job's rate per
             // unit of weight.
-            let level = |job: &Observation, rate: f64| rate / job.weight.unwrap_or(1.0);
+            let level = |job: &Observation, rate: f64| rate / job.weight_or_one();
             for (job, rate) in jobs.iter().zip(&rates) {
+                prop_assert!(*rate <= job.arrivals * (1.0 + 1e-9) + 1e-9);
                 if *rate < job.arrivals * (1.0 - 1e-9) {
                     for (other, other_rate) in jobs.iter().zip(&rates) {
                         prop_assert!(level(other, *other_rate) <= level(job, *rate) * (1.0 + 1e-9) + 1e-9);

@@ -105,8 +105,7 @@ pub struct PoolPlan {
     pub name: String,
     /// What the pool takes, units per second (finite, > 0).
     pub capacity: f64,
-    /// The control algorithm, by its name in [`sluice_policy::registry`]; it must divide
-    /// one resource.
+    /// The control algorithm, by its name in [`sluice_policy::registry`].
     pub algorithm: String,
     /// The algorithm's parameters.
     pub params: Params,

@@ -21,8 +21,7 @@ pub struct PoolSpec {
     /// What the pool can take per second, more than zero; for an automatic pool, the
     /// capacity it starts from.
     pub capacity: Rate,
-    /// The algorithm dividing it, by its name in [`registry::ALGORITHMS`]; one that
-    /// divides a single resource.
+    /// The algorithm dividing it, by its name in [`registry::ALGORITHMS`].
     pub algorithm: String,
     /// The algorithm's parameters, accepted by it; `interval_s` is the configuration's
     /// interval, never set here.

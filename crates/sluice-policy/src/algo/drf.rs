@@ -33,14 +33,15 @@ struct Claim {
 
 impl<A: Amount> Allocator<A> for Drf {
     fn allocate(&mut self, round: &Round<'_, A>) -> Vec<A> {
+        const { assert!(A::PARTS.len() <= MAX_PARTS) };
         let parts = A::PARTS.len();
-        let capacity = part_array(round.capacity(), parts);
+        let capacity = part_array(round.capacity());
         let mut claims: Vec<Claim> = round
             .jobs()
             .iter()
             .enumerate()
             .filter_map(|(index, job)| {
-                let demand = part_array(job.arrivals, parts);
+                let demand = part_array(job.arrivals);
                 let dominant = (0..parts)
                     .map(|r| demand[r] / capacity[r])
                     .fold(0.0, f64::max);
@@ -49,7 +50,8 @@ impl<A: Amount> Allocator<A> for Drf {
                     Claim {
                         index,
                         demand,
-                        per_level: demand.map(|d| d * weight / dominant),
+                        // d / dominant ≤ capacity: no overflow for any weight.
+                        per_level: demand.map(|d| d / dominant * weight),
                         met_at: dominant / weight,
                     }
                 })
@@ -60,7 +62,7 @@ impl<A: Amount> Allocator<A> for Drf {
         let mut rates = vec![[0.0; MAX_PARTS]; round.jobs().len()];
         let mut used = [0.0; MAX_PARTS];
         let mut slope = claims.iter().fold([0.0; MAX_PARTS], |sum, claim| {
-            [sum[0] + claim.per_level[0], sum[1] + claim.per_level[1]]
+            std::array::from_fn(|r| sum[r] + claim.per_level[r])
         });
         let mut growing = vec![true; claims.len()];
         let mut next = 0;
@@ -104,9 +106,15 @@ impl<A: Amount> Allocator<A> for Drf {
 /// The most resources a pool divides: a metadata rate and a bandwidth.
 const MAX_PARTS: usize = 2;
 
-/// `amount`'s components; those past `parts` are 0, so they are never demanded.
-fn part_array(amount: impl Amount, parts: usize) -> [f64; MAX_PARTS] {
-    std::array::from_fn(|r| if r < parts { amount.part(r) } else { 0.0 })
+/// `amount`'s components; those past its own are 0, so they are never demanded.
+fn part_array<A: Amount>(amount: A) -> [f64; MAX_PARTS] {
+    std::array::from_fn(|r| {
+        if r < A::PARTS.len() {
+            amount.part(r)
+        } else {
+            0.0
+        }
+    })
 }
 
 /// Takes a job out of the filling with `given` allocated to it.
