@@ -61,7 +61,7 @@ def fmt(v, unit):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--step", type=int, default=10)
+    ap.add_argument("--step", type=int, default=4)
     ap.add_argument("--tolerance", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--block", type=int, default=262144)
