@@ -1,7 +1,8 @@
 //! Administering a running controller: the admin commands and the JSON API change pools,
 //! rules and job settings; bad input changes nothing; changes survive a restart; SIGHUP
-//! reloads the file; only root (or the admin group) may change things; garbage and
-//! malformed messages on the global's port drop that connection only.
+//! reloads the file, and a new interval takes at once; only root (or the admin group) may
+//! change things; garbage and malformed messages on the global's port drop that connection
+//! only.
 
 mod common;
 
@@ -284,6 +285,82 @@ fn garbage_on_the_global_port_drops_only_that_connection() {
         "the global stopped serving: {}",
         global.log_text()
     );
+}
+
+/// The global's cycle as `sluice status --server` prints it, and the wall clock's cycle of
+/// `interval_ms` at that moment.
+fn global_cycle(url: &str, interval_ms: u64) -> Option<(u64, u64)> {
+    let o = Command::new(sluice_bin())
+        .args(["status", "--server", url])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
+    let cycle = text
+        .split("cycle ")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?;
+    Some((cycle.parse().ok()?, wall_ms / interval_ms))
+}
+
+/// A SIGHUP that changes the global's interval, longer then shorter: its cycles go on in
+/// the new interval at once (a longer one left it waiting for cycles whose numbers, in
+/// the old unit, it had passed: it computed nothing more).
+#[test]
+fn a_sighup_that_changes_the_globals_interval_keeps_its_cycles_going() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let file = dir.path().join("global.toml");
+    let config = |interval: &str| {
+        format!(
+            "interval = \"{interval}\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+             capacity = \"1k/s\"\nalgorithm = \"psfa\"\n"
+        )
+    };
+    std::fs::write(&file, config("250ms")).unwrap();
+    let args: Vec<String> = [
+        "global",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--config",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([file.display().to_string()])
+    .collect();
+    let global = Daemon::start(None, &args, dir.path().join("global.log"));
+    let node_dir = dir.path().join("n1");
+    std::fs::create_dir(&node_dir).unwrap();
+    let _local = Local::start(&node_dir, "", &["--global", &url, "--node", "n1"], None);
+    // Computing in step with the wall clock: within two cycles of it, and moving on.
+    let in_step = |interval_ms: u64| {
+        wait_for(
+            Duration::from_secs(10),
+            || matches!(global_cycle(&url, interval_ms), Some((c, wall)) if c + 2 >= wall && c <= wall),
+        ) && {
+            let (first, _) = global_cycle(&url, interval_ms).unwrap();
+            wait_for(Duration::from_millis(4 * interval_ms), || {
+                global_cycle(&url, interval_ms).is_some_and(|(c, _)| c > first)
+            })
+        }
+    };
+    assert!(in_step(250), "{}", global.log_text());
+    for (interval, ms) in [("1s", 1000), ("250ms", 250)] {
+        std::fs::write(&file, config(interval)).unwrap();
+        global.signal(libc::SIGHUP);
+        assert!(
+            in_step(ms),
+            "after the interval became {interval}: {:?} (cycle, wall clock's cycle)\n{}",
+            global_cycle(&url, ms),
+            global.log_text()
+        );
+    }
 }
 
 async fn malformed_sessions(url: &str) -> bool {

@@ -261,6 +261,8 @@ async fn reload_on_hup(
 /// compute (single-node) or report up (cluster).
 async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Option<Arc<Metrics>>) {
     let changed = local.lock().expect("local").interval_changed();
+    // The interval the single-node computation's cycles count in.
+    let mut unit = local.lock().expect("local").interval();
     loop {
         let interval = local.lock().expect("local").interval();
         let (_, until) = cycle_at(interval);
@@ -275,6 +277,10 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
         if let Some(c) = l.coordinator.clone() {
             let rates = {
                 let mut c = c.lock().expect("coordinator");
+                if interval != unit {
+                    c.cluster().renumber_cycles(unit, interval);
+                    unit = interval;
+                }
                 let node = l.node.clone();
                 c.cluster().report_latency(&node, observed.latency);
                 c.cluster()

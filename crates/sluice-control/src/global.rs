@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::{NodeJob, NodeRates};
+use crate::cluster::{NodeJob, NodeRates, renumber};
+use crate::config::{MAX_INTERVAL, MIN_INTERVAL, format_duration};
 use crate::coordinator::Coordinator;
 use crate::metrics::Metrics;
 use crate::proto::control_server::Control;
@@ -77,6 +78,9 @@ struct Sessions {
     due: Option<u64>,
     /// Whether the cycle thread waits for work (and must be woken).
     idle: bool,
+    /// The interval every cycle number here counts in: the global's, as the cycle thread
+    /// last read it from the configuration.
+    unit: Duration,
 }
 
 struct Session {
@@ -100,7 +104,58 @@ enum Event {
     Disconnected(String, u64),
 }
 
+impl Event {
+    /// Numbers the event's cycle in an interval of `to` instead of `from`.
+    fn renumber(&mut self, from: Duration, to: Duration) {
+        match self {
+            Event::Connected(_) => {}
+            Event::Report { cycle, .. } | Event::Disconnected(_, cycle) => {
+                *cycle = renumber(*cycle, from, to);
+            }
+        }
+    }
+}
+
 impl Sessions {
+    /// Sessions counting cycles of `unit`.
+    fn new(unit: Duration) -> Self {
+        Sessions {
+            unit,
+            ..Sessions::default()
+        }
+    }
+
+    /// Counts cycles of `to` from now on: every cycle kept or queued is renumbered.
+    fn renumber(&mut self, to: Duration) {
+        let from = std::mem::replace(&mut self.unit, to);
+        let r = |c| renumber(c, from, to);
+        self.computed = r(self.computed);
+        self.open = r(self.open);
+        self.due = self.due.map(r);
+        for s in self.live.values_mut() {
+            s.reported = r(s.reported);
+        }
+        for e in &mut self.events {
+            e.renumber(from, to);
+        }
+        let open = self.open;
+        self.missing = self.live.values().filter(|s| s.reported < open).count();
+    }
+
+    /// A local's cycle `cycle` of its interval `interval_s` (0: not said), numbered in
+    /// this unit: a local reports in the interval it runs at, which lags the global's by
+    /// the policy's trip when an administrator changes it.
+    fn local_cycle(&self, cycle: u64, interval_s: f64) -> u64 {
+        if interval_s <= 0.0 {
+            return cycle;
+        }
+        // Intervals are whole milliseconds in a known range; the float carries them only
+        // approximately.
+        let theirs = Duration::from_millis((interval_s * 1e3).round() as u64)
+            .clamp(MIN_INTERVAL, MAX_INTERVAL);
+        renumber(cycle, theirs, self.unit)
+    }
+
     /// Hands `cycle` to the cycle thread unless it was already.
     fn close(&mut self, cycle: u64) -> bool {
         if cycle <= self.computed {
@@ -167,7 +222,7 @@ impl Global {
         let interval = coordinator.config().interval;
         Arc::new(Global {
             coordinator: Arc::new(Mutex::new(coordinator)),
-            sessions: Mutex::new(Sessions::default()),
+            sessions: Mutex::new(Sessions::new(interval)),
             wake: Condvar::new(),
             interval_ns: AtomicU64::new(interval.as_nanos() as u64),
             next_session: AtomicU64::new(1),
@@ -218,7 +273,7 @@ impl Global {
     fn run_cycles(&self) {
         let mut events = Vec::new();
         loop {
-            let due = {
+            let mut due = {
                 let mut sessions = self.sessions();
                 while sessions.events.is_empty() && sessions.due.is_none() {
                     sessions.idle = true;
@@ -229,6 +284,27 @@ impl Global {
             };
             let mut c = self.coordinator.lock().expect("coordinator");
             let interval = c.config().interval;
+            let from = {
+                let mut sessions = self.sessions();
+                let from = sessions.unit;
+                if from != interval {
+                    sessions.renumber(interval);
+                }
+                from
+            };
+            if from != interval {
+                // The events taken out and the cycle due were numbered in the old unit.
+                for event in &mut events {
+                    event.renumber(from, interval);
+                }
+                due = due.map(|d| renumber(d, from, interval));
+                c.cluster().renumber_cycles(from, interval);
+                tracing::info!(
+                    "interval {} → {}: cycles renumbered",
+                    format_duration(from),
+                    format_duration(interval)
+                );
+            }
             self.interval_ns
                 .store(interval.as_nanos() as u64, Ordering::Relaxed);
             for event in events.drain(..) {
@@ -341,17 +417,17 @@ impl Global {
             .into_iter()
             .map(|(pool, h)| Ok((pool, latency_of(h)?)))
             .collect::<Result<_, Status>>()?;
-        let event = Event::Report {
+        let mut sessions = self.sessions();
+        let cycle = sessions.local_cycle(report.cycle, report.interval_s);
+        sessions.events.push(Event::Report {
             node: node.to_owned(),
-            cycle: report.cycle,
+            cycle,
             full: report.full,
             jobs,
             ended: report.ended,
             latency,
-        };
-        let mut sessions = self.sessions();
-        sessions.events.push(event);
-        sessions.reported(node, id, report.cycle);
+        });
+        sessions.reported(node, id, cycle);
         if sessions.close_if_complete() || sessions.events.len() >= BATCH {
             self.wake(&mut sessions);
         }
@@ -506,9 +582,10 @@ pub async fn run_deadlines(global: Arc<Global>) {
         let interval = Duration::from_nanos(global.interval_ns.load(Ordering::Relaxed));
         let (_, until_next) = cycle_at(interval);
         tokio::time::sleep(until_next + interval / 2).await;
-        // The cycle that closed half an interval ago.
-        let (cycle, _) = cycle_at(interval);
+        // The cycle that closed half an interval ago, in the unit the sessions count in
+        // (the interval may have changed during the sleep).
         let mut sessions = global.sessions();
+        let (cycle, _) = cycle_at(sessions.unit);
         if sessions.close(cycle) {
             global.wake(&mut sessions);
         }
@@ -542,6 +619,30 @@ mod tests {
         assert_eq!((s.due, s.computed), (Some(5), 5));
         // Once closed, not again.
         assert!(!s.close_if_complete());
+    }
+
+    /// The interval grows from 250 ms to 1 s: what was computed and reported is
+    /// renumbered, the next cycle of 1 s opens and closes as usual, and a local still on
+    /// 250 ms is heard in the new unit.
+    #[test]
+    fn a_new_interval_renumbers_the_cycles_kept_and_reported() {
+        let ms = Duration::from_millis;
+        let mut s = Sessions::new(ms(250));
+        s.insert("a".into(), session(1, 0));
+        s.insert("b".into(), session(2, 0));
+        s.reported("a", 1, 401);
+        s.reported("b", 2, 401);
+        assert!(s.close_if_complete());
+        s.due = None;
+        s.reported("a", 1, 402);
+        s.renumber(ms(1000));
+        assert_eq!((s.computed, s.open, s.missing), (100, 100, 0));
+        // a runs at 1 s already; b, on 250 ms still, reports cycle 404 (101 s).
+        s.reported("a", 1, s.local_cycle(101, 1.0));
+        assert!(!s.close_if_complete(), "b owes cycle 101");
+        s.reported("b", 2, s.local_cycle(404, 0.25));
+        assert!(s.close_if_complete());
+        assert_eq!(s.due, Some(101));
     }
 
     #[test]

@@ -59,6 +59,11 @@ impl AutoState {
         }
     }
 
+    /// Numbers the cycle of the last cut by `f` (the controller's interval changed).
+    pub(super) fn renumber(&mut self, f: impl Fn(u64) -> u64) {
+        self.cut_at = self.cut_at.map(f);
+    }
+
     /// Moves the capacity after `cycle`, given the latencies sampled over the interval
     /// and what the pool's jobs asked for (units per second).
     pub fn update(&mut self, spec: &AutoCapacity, cycle: u64, latency: &Latency, asked: f64) {

@@ -88,6 +88,7 @@ mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_core::segment::Latency;
@@ -292,6 +293,19 @@ pub enum ClusterError {
     /// The interval passed to [`Cluster::compute`] is not finite and > 0.
     #[error("interval_s: {}", Problem::NotPositive)]
     Interval,
+}
+
+/// Cycle `cycle` of an interval `from`, numbered in an interval `to`: the cycle of `to` in
+/// which its boundary falls. Cycles are numbered by the wall clock, cycle `k` closing at
+/// `k·interval`, so a change of interval changes every number: a controller renumbers what
+/// it keeps, and what it is told in the old unit, or it would wait for cycles whose
+/// numbers it has passed (a longer interval) or count cycles that never ran (a shorter one).
+pub fn renumber(cycle: u64, from: Duration, to: Duration) -> u64 {
+    if from == to || to.is_zero() {
+        return cycle;
+    }
+    let n = u128::from(cycle) * from.as_nanos() / to.as_nanos();
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// The global controller's state: pools, nodes, placements, settings, what was pushed.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sluice_core::segment::Latency;
 use sluice_policy::registry;
@@ -10,7 +11,7 @@ use sluice_policy::{Allocator, Problem};
 
 use super::{
     AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Placement, Pool,
-    PoolPlan, Settings, Tuning,
+    PoolPlan, Settings, Tuning, renumber,
 };
 
 impl Cluster {
@@ -210,6 +211,23 @@ impl Cluster {
         {
             entry.down_since = Some(cycle);
             self.layout += 1;
+        }
+    }
+
+    /// Numbers every cycle the cluster keeps (disconnections, last reports and computes,
+    /// automatic pools' cuts) in an interval of `to` instead of `from`: the controller's
+    /// interval changed, and its cycles are counted in the new one from now on.
+    pub fn renumber_cycles(&mut self, from: Duration, to: Duration) {
+        let r = |c: Option<u64>| c.map(|c| renumber(c, from, to));
+        self.last_cycle = r(self.last_cycle);
+        for node in self.nodes.values_mut() {
+            node.down_since = r(node.down_since);
+            node.last_report = r(node.last_report);
+        }
+        for pool in self.pools.values_mut() {
+            if let Some(auto) = &mut pool.auto {
+                auto.renumber(|c| renumber(c, from, to));
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 //! Jobs ending, nodes leaving and coming back, full reports.
 
+use std::time::Duration;
+
 use super::*;
 
 fn two_nodes(stale_after: u64) -> Cluster {
@@ -50,6 +52,36 @@ fn a_disconnected_node_holds_its_rates_until_stale() {
     );
     assert!(close(allocation(&c, "j1"), CAPACITY));
     assert_eq!(c.nodes().len(), 1);
+}
+
+/// A longer interval: the disconnection is renumbered with the cycles, so the node still
+/// goes stale after `stale_after` cycles of the new interval (numbered in the old one, it
+/// lay ahead of every new cycle and the node was never dropped).
+#[test]
+fn a_disconnected_node_goes_stale_in_cycles_of_a_new_interval() {
+    let ms = Duration::from_millis;
+    let mut c = two_nodes(3);
+    c.node_disconnected("n2", 8);
+    c.renumber_cycles(ms(250), ms(1000));
+    c.compute(4, 1.0).expect("computes");
+    assert_eq!(c.nodes().len(), 2, "two cycles down: held");
+    c.compute(5, 1.0).expect("computes");
+    assert_eq!(c.nodes().len(), 1, "three cycles down: dropped");
+}
+
+#[test]
+fn cycles_renumber_to_the_one_their_boundary_falls_in() {
+    let ms = Duration::from_millis;
+    assert_eq!(
+        renumber(7, ms(250), ms(1000)),
+        1,
+        "1.75 s lies in cycle 1 of 1 s"
+    );
+    assert_eq!(renumber(8, ms(250), ms(1000)), 2);
+    assert_eq!(renumber(2, ms(1000), ms(250)), 8);
+    assert_eq!(renumber(1_795_558_319, ms(1000), ms(1000)), 1_795_558_319);
+    // Today's cycles of 100 ms, into 30 s: no overflow on the way.
+    assert_eq!(renumber(17_955_583_190, ms(100), ms(30_000)), 59_851_943);
 }
 
 #[test]
