@@ -2,7 +2,7 @@
 //! rules and job settings; bad input changes nothing; changes survive a restart; SIGHUP
 //! reloads the file, and a new interval takes at once; only root (or the admin group) may
 //! change things; garbage and malformed messages on the global's port drop that connection
-//! only.
+//! only, and a node whose clock runs ahead does not stop the global.
 
 mod common;
 
@@ -234,19 +234,7 @@ fn changes_are_checked_persisted_and_reloaded() {
 fn garbage_on_the_global_port_drops_only_that_connection() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = daemon_dir();
-    let port = free_port();
-    let args: Vec<String> = [
-        "global",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--interval",
-        "500ms",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let global = Daemon::start(None, &args, dir.path().join("global.log"));
-    let url = format!("http://127.0.0.1:{port}");
+    let (global, port, url) = start_global(dir.path(), &["--interval", "500ms"]);
     let status = || {
         Command::new(sluice_bin())
             .args(["status", "--server", &url])
@@ -287,6 +275,27 @@ fn garbage_on_the_global_port_drops_only_that_connection() {
     );
 }
 
+/// `sluice global` on a free loopback port with `extra` arguments, once it answers; its
+/// port and URL.
+fn start_global(dir: &std::path::Path, extra: &[&str]) -> (Daemon, u16, String) {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{port}");
+    let args: Vec<String> = ["global", "--listen", &listen]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .map(str::to_owned)
+        .collect();
+    let global = Daemon::start(None, &args, dir.join("global.log"));
+    assert!(
+        wait_for(Duration::from_secs(10), || global_cycle(&url, 1000)
+            .is_some()),
+        "the global never answered: {}",
+        global.log_text()
+    );
+    (global, port, url)
+}
+
 /// The global's cycle as `sluice status --server` prints it, and the wall clock's cycle of
 /// `interval_ms` at that moment.
 fn global_cycle(url: &str, interval_ms: u64) -> Option<(u64, u64)> {
@@ -314,8 +323,6 @@ fn global_cycle(url: &str, interval_ms: u64) -> Option<(u64, u64)> {
 fn a_sighup_that_changes_the_globals_interval_keeps_its_cycles_going() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = daemon_dir();
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
     let file = dir.path().join("global.toml");
     let config = |interval: &str| {
         format!(
@@ -324,17 +331,7 @@ fn a_sighup_that_changes_the_globals_interval_keeps_its_cycles_going() {
         )
     };
     std::fs::write(&file, config("250ms")).unwrap();
-    let args: Vec<String> = [
-        "global",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--config",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([file.display().to_string()])
-    .collect();
-    let global = Daemon::start(None, &args, dir.path().join("global.log"));
+    let (global, _, url) = start_global(dir.path(), &["--config", &file.display().to_string()]);
     let node_dir = dir.path().join("n1");
     std::fs::create_dir(&node_dir).unwrap();
     let _local = Local::start(&node_dir, "", &["--global", &url, "--node", "n1"], None);
@@ -361,6 +358,63 @@ fn a_sighup_that_changes_the_globals_interval_keeps_its_cycles_going() {
             global.log_text()
         );
     }
+}
+
+/// A local whose clock runs far ahead (here its only one): its report is counted as of
+/// the global's next cycle, and the global's cycles go on in step with the wall clock
+/// (counted as of that cycle of the future, it left the global waiting for it).
+#[test]
+fn a_local_whose_clock_runs_ahead_does_not_stop_the_global() {
+    use sluice_control::proto::control_client::ControlClient;
+    use sluice_control::proto::{Hello, LocalMessage, Report, local_message};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let (global, _, url) = start_global(dir.path(), &["--interval", "250ms"]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let _session = rt.block_on(async {
+        let endpoint = url.parse().unwrap();
+        let channel = sluice_control::transport::connect(&endpoint, &Default::default())
+            .await
+            .unwrap();
+        let wall = global_cycle(&url, 250).unwrap().1;
+        for body in [
+            local_message::Body::Hello(Hello {
+                node: "ahead".into(),
+                version: 1,
+            }),
+            // A year ahead.
+            local_message::Body::Report(Report {
+                cycle: wall + 4 * 86_400 * 365,
+                interval_s: 0.25,
+                ..Default::default()
+            }),
+        ] {
+            tx.send(LocalMessage { body: Some(body) }).await.unwrap();
+        }
+        ControlClient::new(channel)
+            .session(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner()
+    });
+    assert!(
+        wait_for(Duration::from_secs(3), || global
+            .log_text()
+            .contains("intervals ahead of this global's clock")),
+        "{}",
+        global.log_text()
+    );
+    let (first, _) = global_cycle(&url, 250).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(2), || {
+            matches!(global_cycle(&url, 250), Some((c, wall)) if c > first && c + 2 >= wall && c <= wall + 1)
+        }),
+        "{:?} (cycle, wall clock's cycle)\n{}",
+        global_cycle(&url, 250),
+        global.log_text()
+    );
+    drop(tx);
 }
 
 async fn malformed_sessions(url: &str) -> bool {

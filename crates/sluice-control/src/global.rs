@@ -88,6 +88,8 @@ struct Session {
     tx: mpsc::Sender<Result<GlobalMessage, Status>>,
     /// The last cycle it reported.
     reported: u64,
+    /// Whether the log said yet that its reports come from ahead of this global's clock.
+    told_ahead: bool,
 }
 
 /// What a stream tells the computation; applied in order by the cycle thread.
@@ -418,7 +420,26 @@ impl Global {
             .map(|(pool, h)| Ok((pool, latency_of(h)?)))
             .collect::<Result<_, Status>>()?;
         let mut sessions = self.sessions();
-        let cycle = sessions.local_cycle(report.cycle, report.interval_s);
+        let said = sessions.local_cycle(report.cycle, report.interval_s);
+        // A node whose clock runs ahead (a bad RTC, NTP gone) must not move the cycles
+        // past this global's clock: computed up to a cycle of the future, the global
+        // would wait for it and compute nothing until then.
+        let latest = cycle_at(sessions.unit).0 + 1;
+        let cycle = said.min(latest);
+        if cycle < said
+            && let Some(s) = sessions
+                .live
+                .get_mut(node)
+                .filter(|s| s.id == id && !s.told_ahead)
+        {
+            s.told_ahead = true;
+            tracing::warn!(
+                %node,
+                "reports cycle {said}, {} intervals ahead of this global's clock: counted as \
+                 {cycle} (is the node's clock right?)",
+                said - latest + 1
+            );
+        }
         sessions.events.push(Event::Report {
             node: node.to_owned(),
             cycle,
@@ -476,6 +497,7 @@ impl Global {
                     id,
                     tx: tx.clone(),
                     reported,
+                    told_ahead: false,
                 },
             );
             self.wake(&mut sessions);
@@ -601,6 +623,7 @@ mod tests {
             id,
             tx: mpsc::channel(1).0,
             reported,
+            told_ahead: false,
         }
     }
 
