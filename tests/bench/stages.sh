@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Compares builds of the stage on the managed `stat` loop of loops.sh, in one batch: per
+# round a native run, then one managed run under each build (the order rotated each
+# round), so that every build meets the same hours of a time-shared machine. Prints, per
+# build, the median of the rounds' paired differences (build − native of the same round)
+# and their quartiles.
+#
+# Usage: tests/bench/stages.sh ROUNDS STAGE.so...
+#   e.g. cp target/release/libsluice_stage.so /tmp/a.so; (change, build);
+#        tests/bench/stages.sh 61 /tmp/a.so target/release/libsluice_stage.so
+# A change to the stage moves where its code lands as much as what it runs: compare each
+# build under several layouts (cargo rustc -p sluice-stage --release --lib -- -C
+# llvm-args=-align-all-functions=6 …) before believing a few nanoseconds.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${SLUICE_BIN_DIR:-$root/target/release}
+if (($# < 2)); then
+    echo "usage: $0 ROUNDS STAGE.so..." >&2
+    exit 2
+fi
+rounds=$1
+shift
+stages=("$@")
+for so in "${stages[@]}"; do
+    [[ -f $so ]] || { echo "stages.sh: no such stage: $so" >&2; exit 2; }
+done
+work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
+mkdir -p "$work/managed" && touch "$work/managed/f"
+n=${#stages[@]}
+: >"$work/native"
+for i in $(seq 0 $((n - 1))); do : >"$work/r$i"; done
+for r in $(seq "$rounds"); do
+    "$work/loop" stat "$work/managed/f" 100000 2>>"$work/native" >/dev/null
+    for k in $(seq 0 $((n - 1))); do
+        i=$(((k + r) % n))
+        SLUICE_STAGE=${stages[$i]} "$bin/sluice" run --rule 'rate=1000000M/s' --mount "$work/managed" \
+            -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
+    done
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+printf 'native stat: %.1f ns (median of %d rounds)\n' "$(median <"$work/native")" "$rounds"
+for i in $(seq 0 $((n - 1))); do
+    paste "$work/native" "$work/r$i" | awk '{ print $2 - $1 }' >"$work/d$i"
+    read -r q1 q3 < <(sort -n "$work/d$i" | awk '{ v[NR] = $1 } END { print v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
+    printf '%-40s managed %+6.1f ns (quartiles %+.1f to %+.1f)\n' "${stages[$i]}" "$(median <"$work/d$i")" "$q1" "$q3"
+done
