@@ -123,3 +123,35 @@ fn drf_on_one_resource_is_max_min_up_to_demand() {
         .collect::<Vec<_>>();
     assert_eq!(allocate(&mut Drf, 100.0, &jobs), vec![10.0, 45.0, 45.0]);
 }
+
+/// A demand that dwarfs the pool (its share of the capacity overflows to infinity) is
+/// still held to the capacity, on one resource and on two, and the other job still gets
+/// its part of what it does not use.
+#[test]
+fn drf_holds_a_demand_that_dwarfs_the_pool() {
+    let jobs = [
+        Observation::new("huge", 0.0, 0.0, 1e300),
+        Observation::new("small", 0.0, 0.0, 1e-301),
+    ];
+    let rates = allocate(&mut Drf, 1e-300, &jobs);
+    assert!(rates[0] <= 1e-300 * (1.0 + 1e-9), "{rates:?}");
+    assert_eq!(rates[1], 1e-301, "{rates:?}");
+    let two = [Observation::new(
+        "huge",
+        OpsBytes::default(),
+        OpsBytes::default(),
+        OpsBytes {
+            ops: 1e300,
+            bytes: 1.0,
+        },
+    )];
+    let capacity = OpsBytes {
+        ops: 1e-300,
+        bytes: 1e6,
+    };
+    let rates = Drf.allocate(&Round::new(capacity, 1.0, &two).expect("valid round"));
+    assert!(
+        rates[0].ops <= capacity.ops * (1.0 + 1e-9) && rates[0].bytes <= 1.0,
+        "{rates:?}"
+    );
+}

@@ -31,6 +31,39 @@ struct Claim {
     met_at: f64,
 }
 
+impl Claim {
+    /// The claim of job `index` asking for `demand` with `weight` on a pool of `capacity`
+    /// (its resources only); none when it asks for nothing.
+    fn of(index: usize, demand: [f64; MAX_PARTS], weight: f64, capacity: &[f64]) -> Option<Self> {
+        let (k, dominant) = capacity
+            .iter()
+            .enumerate()
+            .map(|(r, c)| (r, demand[r] / c))
+            .fold(
+                (0, 0.0),
+                |best, cur| if cur.1 > best.1 { cur } else { best },
+            );
+        // The fold never takes a NaN: a job asking for nothing has 0.
+        if dominant <= 0.0 {
+            return None;
+        }
+        // d / dominant ≤ capacity: no overflow for any weight. A demand whose share
+        // overflowed to ∞ is never met, and grows at the pace of one merely larger than
+        // the pool: d / dominant = capacity_k · d / d_k.
+        let per_level = if dominant.is_finite() {
+            demand.map(|d| d / dominant * weight)
+        } else {
+            demand.map(|d| capacity[k] * (d / demand[k]) * weight)
+        };
+        Some(Claim {
+            index,
+            demand,
+            per_level,
+            met_at: dominant / weight,
+        })
+    }
+}
+
 impl<A: Amount> Allocator<A> for Drf {
     fn allocate(&mut self, round: &Round<'_, A>) -> Vec<A> {
         const { assert!(A::PARTS.len() <= MAX_PARTS) };
@@ -42,19 +75,7 @@ impl<A: Amount> Allocator<A> for Drf {
             .enumerate()
             .filter_map(|(index, job)| {
                 let demand = part_array(job.arrivals);
-                let dominant = (0..parts)
-                    .map(|r| demand[r] / capacity[r])
-                    .fold(0.0, f64::max);
-                (dominant > 0.0).then(|| {
-                    let weight = job.weight_or_one();
-                    Claim {
-                        index,
-                        demand,
-                        // d / dominant ≤ capacity: no overflow for any weight.
-                        per_level: demand.map(|d| d / dominant * weight),
-                        met_at: dominant / weight,
-                    }
-                })
+                Claim::of(index, demand, job.weight_or_one(), &capacity[..parts])
             })
             .collect();
         claims.sort_by(|a, b| a.met_at.total_cmp(&b.met_at).then(a.index.cmp(&b.index)));
