@@ -158,6 +158,15 @@ impl Sessions {
         renumber(cycle, theirs, self.unit)
     }
 
+    /// The cycle a report of cycle `said` counts as while this global's clock is in cycle
+    /// `now`. A node whose clock runs ahead (a bad RTC, NTP gone) must not move the cycles
+    /// past this global's clock: computed up to a cycle of the future, the global would
+    /// wait for it and compute nothing until then. Nor may this global's own clock,
+    /// stepped back, hold the cycles: the one after the last computed is always allowed.
+    fn counted(&self, said: u64, now: u64) -> u64 {
+        said.min(now.max(self.computed) + 1)
+    }
+
     /// Hands `cycle` to the cycle thread unless it was already.
     fn close(&mut self, cycle: u64) -> bool {
         if cycle <= self.computed {
@@ -421,11 +430,8 @@ impl Global {
             .collect::<Result<_, Status>>()?;
         let mut sessions = self.sessions();
         let said = sessions.local_cycle(report.cycle, report.interval_s);
-        // A node whose clock runs ahead (a bad RTC, NTP gone) must not move the cycles
-        // past this global's clock: computed up to a cycle of the future, the global
-        // would wait for it and compute nothing until then.
-        let latest = cycle_at(sessions.unit).0 + 1;
-        let cycle = said.min(latest);
+        let now = cycle_at(sessions.unit).0;
+        let cycle = sessions.counted(said, now);
         if cycle < said
             && let Some(s) = sessions
                 .live
@@ -436,8 +442,8 @@ impl Global {
             tracing::warn!(
                 %node,
                 "reports cycle {said}, {} intervals ahead of this global's clock: counted as \
-                 {cycle} (is the node's clock right?)",
-                said - latest + 1
+                 {cycle} (is its clock right, or this one's?)",
+                said.saturating_sub(now)
             );
         }
         sessions.events.push(Event::Report {
@@ -666,6 +672,19 @@ mod tests {
         s.reported("b", 2, s.local_cycle(404, 0.25));
         assert!(s.close_if_complete());
         assert_eq!(s.due, Some(101));
+    }
+
+    #[test]
+    fn a_report_from_ahead_of_the_clock_counts_as_of_the_next_cycle() {
+        let mut s = Sessions::new(Duration::from_secs(1));
+        // A node a year ahead of this global's clock (cycle 100).
+        assert_eq!(s.counted(100 + 31_536_000, 100), 101);
+        assert_eq!(s.counted(100, 100), 100);
+        // This global's clock stepped back an hour after cycle 5000: reports still move
+        // the cycles on, one at a time.
+        s.computed = 5000;
+        assert_eq!(s.counted(5001, 1400), 5001);
+        assert_eq!(s.counted(5002, 1400), 5001);
     }
 
     #[test]
