@@ -35,7 +35,8 @@ cc -O2 -shared -fPIC -o "$work/forward.so" "$root/tests/bench/forward.c" -ldl
 mkdir -p "$work/managed" && touch "$work/managed/f" "$work/managed/g"
 export SLUICE_STAGE=$bin/libsluice_stage.so
 rule='rate=1000000M/s'
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=tests/bench/stats.sh
+. "$root/tests/bench/stats.sh"
 
 # run VARIANT OP FILE N OUT: one run of the loop; prints ns per call.
 run() {
@@ -61,7 +62,7 @@ diffs() { paste "$work/r-native" "$work/r-$1" | awk '{ print $2 - $1 }'; }
 paired() { diffs "$1" | median; }
 # spread VARIANT: their first and third quartiles (nearest rank), "Q1 Q3": how far a
 # figure near its target may be trusted on a time-shared machine.
-spread() { diffs "$1" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'; }
+spread() { diffs "$1" | quartiles; }
 
 # loop LABEL OP FILE N OUT CALLS VARIANTS...: CALLS calls per iteration.
 loop() {

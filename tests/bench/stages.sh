@@ -39,10 +39,11 @@ for r in $(seq "$rounds"); do
             -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
     done
 done
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=tests/bench/stats.sh
+. "$root/tests/bench/stats.sh"
 printf 'native stat: %.1f ns (median of %d rounds)\n' "$(median <"$work/native")" "$rounds"
 for i in $(seq 0 $((n - 1))); do
     paste "$work/native" "$work/r$i" | awk '{ print $2 - $1 }' >"$work/d$i"
-    read -r q1 q3 < <(sort -n "$work/d$i" | awk '{ v[NR] = $1 } END { print v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
+    read -r q1 q3 < <(quartiles <"$work/d$i")
     printf '%-40s managed %+6.1f ns (quartiles %+.1f to %+.1f)\n' "${stages[$i]}" "$(median <"$work/d$i")" "$q1" "$q3"
 done

@@ -218,16 +218,14 @@ impl Cluster {
     /// automatic pools' cuts) in an interval of `to` instead of `from`: the controller's
     /// interval changed, and its cycles are counted in the new one from now on.
     pub fn renumber_cycles(&mut self, from: Duration, to: Duration) {
-        let r = |c: Option<u64>| c.map(|c| renumber(c, from, to));
-        self.last_cycle = r(self.last_cycle);
+        let f = |c| renumber(c, from, to);
+        self.last_cycle = self.last_cycle.map(f);
         for node in self.nodes.values_mut() {
-            node.down_since = r(node.down_since);
-            node.last_report = r(node.last_report);
+            node.down_since = node.down_since.map(f);
+            node.last_report = node.last_report.map(f);
         }
-        for pool in self.pools.values_mut() {
-            if let Some(auto) = &mut pool.auto {
-                auto.renumber(|c| renumber(c, from, to));
-            }
+        for auto in self.pools.values_mut().filter_map(|p| p.auto.as_mut()) {
+            auto.renumber(f);
         }
     }
 
