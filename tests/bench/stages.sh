@@ -8,6 +8,7 @@
 # Usage: tests/bench/stages.sh ROUNDS STAGE.so...
 #   e.g. cp target/release/libsluice_stage.so /tmp/a.so; (change, build);
 #        tests/bench/stages.sh 61 /tmp/a.so target/release/libsluice_stage.so
+# UNMANAGED=1 measures the unmanaged `stat` instead (the mount named is elsewhere).
 # A change to the stage moves where its code lands as much as what it runs: compare each
 # build under several layouts (cargo rustc -p sluice-stage --release --lib -- -C
 # llvm-args=-align-all-functions=6 …) before believing a few nanoseconds.
@@ -28,6 +29,8 @@ work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
 mkdir -p "$work/managed" && touch "$work/managed/f"
+mount=$work/managed what=managed
+[[ -n ${UNMANAGED:-} ]] && mount=/scratch-not-here what=unmanaged
 n=${#stages[@]}
 : >"$work/native"
 for i in $(seq 0 $((n - 1))); do : >"$work/r$i"; done
@@ -35,7 +38,7 @@ for r in $(seq "$rounds"); do
     "$work/loop" stat "$work/managed/f" 100000 2>>"$work/native" >/dev/null
     for k in $(seq 0 $((n - 1))); do
         i=$(((k + r) % n))
-        SLUICE_STAGE=${stages[$i]} "$bin/sluice" run --rule 'rate=1000000M/s' --mount "$work/managed" \
+        SLUICE_STAGE=${stages[$i]} "$bin/sluice" run --rule 'rate=1000000M/s' --mount "$mount" \
             -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
     done
 done
@@ -45,5 +48,5 @@ printf 'native stat: %.1f ns (median of %d rounds)\n' "$(median <"$work/native")
 for i in $(seq 0 $((n - 1))); do
     paste "$work/native" "$work/r$i" | awk '{ print $2 - $1 }' >"$work/d$i"
     read -r q1 q3 < <(quartiles <"$work/d$i")
-    printf '%-40s managed %+6.1f ns (quartiles %+.1f to %+.1f)\n' "${stages[$i]}" "$(median <"$work/d$i")" "$q1" "$q3"
+    printf '%-40s %s %+6.1f ns (quartiles %+.1f to %+.1f)\n' "${stages[$i]}" "$what" "$(median <"$work/d$i")" "$q1" "$q3"
 done

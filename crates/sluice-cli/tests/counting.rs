@@ -34,6 +34,32 @@ fn thousand_stats_opens_and_renames_are_counted_exactly() {
     stats.assert_calls_exactly(&want, "1000 x (stat, open+close, rename)");
 }
 
+/// Under a rule whose rate is never reached, stats, opens and closes take the hooks'
+/// managed lane (a token batch per thread); they are counted, and admitted by the rule,
+/// exactly as the full path counts them. With a mount named (a place nothing lies below)
+/// and with the root managed (no mount named).
+#[test]
+fn the_managed_lane_counts_every_call_and_the_rule_admits_each() {
+    let s = Scratch::new();
+    // Under the root, not under /dev (never managed when the root is).
+    let home = tmp_dir();
+    let in_home = file_in(home.path(), "f", "x");
+    for (sluice, f, case) in [
+        (s.sluice(), &s.file, "a mount named"),
+        (Sluice::run(), &in_home, "the root managed"),
+    ] {
+        let prog = argv![c_prog("fsdo"), "stat@3000", f, "open@2000", f];
+        let stats = sluice.rule("rate=1M/s").exec(&prog).into_stats();
+        let want = [("getattr", 3000), ("open", 2000), ("close", 2000)];
+        stats.assert_calls_exactly(&want, case);
+        assert_eq!(
+            stats.rule(0, "admitted"),
+            7000,
+            "{case}: admitted by the rule"
+        );
+    }
+}
+
 /// Runs tests/c/coverage.c (built with `flags`) in a managed dir under a catch-all rule;
 /// checks that every operation is counted at least once and exactly as often as the
 /// program says it called a symbol of it.

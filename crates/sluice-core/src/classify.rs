@@ -40,6 +40,9 @@ pub struct Plan {
     bits: u32,
 }
 
+/// In [`Compiled::lone`]: no lone channel.
+const NO_LONE: u8 = u8::MAX;
+
 /// In [`Plan::bits`]: `chans[0]` is a rule (the others are pools).
 const RULE: u32 = 1 << 30;
 /// In [`Plan::bits`]: the plan is worked out per call (some rule or pool for this
@@ -62,6 +65,13 @@ impl Plan {
         self.chans[self.len as usize] = ch.index;
         self.bits |= (ch.bytes as u32) << self.len;
         self.len += 1;
+    }
+
+    /// The plan's channel, when it is its only one and it charges calls, with no size
+    /// condition and no pool timing the call.
+    fn lone(&self) -> Option<u8> {
+        (self.len == 1 && self.bits & (BYTES | SIZED) == 0 && self.watched == 0)
+            .then_some(self.chans[0])
     }
 
     /// The channels in order, each with whether it charges bytes.
@@ -207,6 +217,9 @@ pub struct Compiled {
     places: MountTable,
     /// Indexed by `op.index() * MAX_PLACES + place`.
     plans: Box<[Plan]>,
+    /// Indexed by op and place: the channel of [`Compiled::lone_count_channel`], or
+    /// [`NO_LONE`]. Kept in line, one load nearer than the plans.
+    lone: [[u8; MAX_PLACES]; Op::COUNT],
     latency_sample: u32,
     rules: Table,
     pools: Table,
@@ -249,6 +262,7 @@ impl Compiled {
             pools,
             watches,
             plans: vec![Plan::EMPTY; Op::COUNT * MAX_PLACES].into_boxed_slice(),
+            lone: [[NO_LONE; MAX_PLACES]; Op::COUNT],
             latency_sample: DEFAULT_LATENCY_SAMPLE,
             places,
         };
@@ -265,6 +279,7 @@ impl Compiled {
                     plan.bits |= SIZED;
                 }
                 c.plans[op.index() * MAX_PLACES + place] = plan;
+                c.lone[op.index()][place] = plan.lone().unwrap_or(NO_LONE);
             }
         }
         c
@@ -298,6 +313,15 @@ impl Compiled {
             return self.work_out(op, place, size);
         }
         plan
+    }
+
+    /// The channel that holds `op` in `place`, when it is the only one and it charges
+    /// calls, with no size condition and no latency timing: such a call is admitted by
+    /// [`Gate::pass_from_batch`](crate::gate::Gate::pass_from_batch), with no ticket.
+    #[inline(always)]
+    pub fn lone_count_channel(&self, op: Op, place: PlaceIdx) -> Option<usize> {
+        let c = self.lone[op.index()][place as usize % MAX_PLACES];
+        (c != NO_LONE).then_some(c as usize)
     }
 
     /// One real call in this many (per thread, among those a pool admits) is timed.
@@ -548,6 +572,48 @@ mod tests {
                     assert_eq!(plan.pools(), &pools[..]);
                 }
             }
+        }
+    }
+
+    /// The lone channel is the plan's one channel exactly when that plan is one channel
+    /// that counts calls, with no size condition and no latency timing.
+    #[test]
+    fn a_lone_count_channel_is_a_plan_of_one_that_counts_calls() {
+        let rules = [
+            "op=getattr rate=5/s",
+            "class=data size>=1MiB rate=50MiB/s",
+            "op=write rate=5MiB/s",
+            "mount=/scratch/proj op=open rate=5/s",
+            "class=directory rate=1k/s",
+        ];
+        let c = compile_watched(
+            &rules,
+            &[
+                (2, "md: op=unlink,rename rate=10k/s"),
+                (3, "w: op=mkdir rate=1k/s"),
+            ],
+            &[(3, "class=directory")],
+            &["/scratch", "/home"],
+        );
+        let mut seen = [false; 2];
+        for &op in Op::ALL {
+            for place in 0..c.places().places().len() as PlaceIdx {
+                let plan = c.plan(op, place, 0);
+                let chans: Vec<(usize, bool)> = plan.channels().collect();
+                let lone = match chans[..] {
+                    [(i, false)] if !plan.timed() && plan.bits & SIZED == 0 => Some(i),
+                    _ => None,
+                };
+                assert_eq!(c.lone_count_channel(op, place), lone, "{op:?} in {place}");
+                seen[lone.is_some() as usize] = true;
+            }
+        }
+        assert_eq!(seen, [true, true]);
+        let scratch = c.places().lookup(b"/scratch/x");
+        assert_eq!(c.lone_count_channel(Op::Getattr, scratch), Some(0));
+        // A bytes rule, a size condition, a rule and a pool, a timed pool: none is lone.
+        for op in [Op::Write, Op::Read, Op::Unlink, Op::Mkdir] {
+            assert_eq!(c.lone_count_channel(op, scratch), None, "{op:?}");
         }
     }
 

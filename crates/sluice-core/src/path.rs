@@ -106,6 +106,29 @@ impl MountTable {
         Ok(table)
     }
 
+    /// The managed places no other place lies below, for [`Leaves::place_of`].
+    pub fn leaves(&self) -> Leaves {
+        let mut leaves = Leaves::default();
+        let mut k = 0;
+        for (i, p) in self.places.iter().enumerate().skip(1) {
+            let path = p.path.as_bytes();
+            if p.managed
+                && path.len() <= LEAF_BYTES
+                && k < MAX_LEAVES
+                && !self.has_places_below(path)
+            {
+                let leaf = &mut leaves.0[k];
+                leaf.bytes[..path.len()].copy_from_slice(path);
+                leaf.len = path.len() as u8;
+                leaf.idx = i as PlaceIdx;
+                leaf.blocks = (path.len() / 16 + 1) as u8;
+                leaf.last = (1u16 << (path.len() % 16)).wrapping_sub(1);
+                k += 1;
+            }
+        }
+        leaves
+    }
+
     fn insert(&mut self, path: &str, managed: bool) -> Result<(), PlaceError> {
         let norm = normalize_owned(path)?;
         if let Some(i) = self.places.iter().position(|p| p.path == norm) {
@@ -203,6 +226,156 @@ impl MountTable {
             .enumerate()
             .filter(|(_, p)| is_under(p.path.as_bytes(), norm.as_bytes()))
             .fold(0, |m, (i, _)| m | 1 << i)
+    }
+}
+
+/// Most places [`Leaves`] holds, and the room for each one's path.
+const MAX_LEAVES: usize = 4;
+const LEAF_BYTES: usize = 47;
+
+/// The managed places that no other place lies below (at most four, each with a path of
+/// at most 47 bytes), to match a path against where it lies: the common managed call
+/// names a file on the one file system a job's rules are about.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Leaves([Leaf; MAX_LEAVES]);
+
+/// One place of [`Leaves`], in one cache line; `len` 0 ends the list.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Leaf {
+    /// The path, zero-padded to whole 16-byte blocks.
+    bytes: [u8; 48],
+    len: u8,
+    idx: PlaceIdx,
+    /// The 16-byte blocks that hold the path and the byte after it.
+    blocks: u8,
+    /// The path's bytes in its last block.
+    last: u16,
+}
+
+impl Default for Leaf {
+    fn default() -> Self {
+        Leaf {
+            bytes: [0; 48],
+            len: 0,
+            idx: 0,
+            blocks: 0,
+            last: 0,
+        }
+    }
+}
+
+impl Leaves {
+    /// The place a NUL-terminated path lies in, when a glance can tell: its first bytes
+    /// are a place's path, followed by a slash or its end, and no component after them
+    /// starts with a dot. `None` when a glance cannot tell. One comparison per place, and
+    /// no scan of the whole path.
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[inline(always)]
+    pub unsafe fn place_of(&self, p: *const u8) -> Option<PlaceIdx> {
+        let first = &self.0[0];
+        if first.len == 0 {
+            return None;
+        }
+        // SAFETY: the caller's promise.
+        if unsafe { first.starts(p) } {
+            // SAFETY: as above.
+            return unsafe { first.place_past(p) };
+        }
+        if self.0[1].len == 0 {
+            return None;
+        }
+        // SAFETY: as above.
+        unsafe { self.place_among_others(p) }
+    }
+
+    /// [`Leaves::place_of`] over the places after the first, out of line: a job's rules
+    /// are most often about one file system, and the code for the others would lie
+    /// between the pieces of the common call.
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[cold]
+    #[inline(never)]
+    unsafe fn place_among_others(&self, p: *const u8) -> Option<PlaceIdx> {
+        for leaf in &self.0[1..] {
+            if leaf.len == 0 {
+                return None;
+            }
+            // SAFETY: the caller's promise.
+            if unsafe { leaf.starts(p) } {
+                // SAFETY: as above.
+                return unsafe { leaf.place_past(p) };
+            }
+        }
+        None
+    }
+}
+
+impl Leaf {
+    /// This place, for a string that [`Leaf::starts`] with it, unless a component after
+    /// the place's path starts with a dot.
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string that starts with this place's path.
+    #[inline(always)]
+    unsafe fn place_past(&self, p: *const u8) -> Option<PlaceIdx> {
+        // SAFETY: byte `len` is a slash or the NUL: what follows it, or the NUL itself, is
+        // a NUL-terminated suffix of the string.
+        (!unsafe { dot_component(p.add(self.len as usize)) }).then_some(self.idx)
+    }
+
+    /// Whether the string at `p` starts with this place's path, followed by a slash or
+    /// its end.
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn starts(&self, p: *const u8) -> bool {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8};
+        let blocks = self.blocks as usize;
+        // The blocks read lie in the page of the string's first byte, which is mapped;
+        // near the page's end, a glance cannot tell.
+        if (p as usize & 4095) + blocks * 16 > 4096 {
+            return false;
+        }
+        for k in 0..blocks {
+            // SAFETY: within the page of `p` (above), and within `bytes`. SSE2 is part of
+            // x86_64.
+            let eq = unsafe {
+                let v = load_block(p.add(16 * k));
+                let w = load_block(self.bytes.as_ptr().add(16 * k));
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, w)) as u32
+            };
+            let want = if k + 1 == blocks {
+                self.last as u32
+            } else {
+                0xffff
+            };
+            if eq & want != want {
+                return false;
+            }
+        }
+        // SAFETY: the path's bytes matched, none of which is the NUL: the byte after them
+        // is the string's.
+        matches!(unsafe { *p.add(self.len as usize) }, b'/' | 0)
+    }
+
+    /// See the x86_64 version; elsewhere a byte at a time (the first byte that differs
+    /// stops it, the string's NUL at the latest).
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    unsafe fn starts(&self, p: *const u8) -> bool {
+        let n = self.len as usize;
+        // SAFETY: reads stop at the first byte that differs, the NUL at the latest.
+        (0..n).all(|k| unsafe { *p.add(k) } == self.bytes[k])
+            && matches!(unsafe { *p.add(n) }, b'/' | 0)
     }
 }
 
@@ -350,11 +523,11 @@ pub unsafe fn scan_c_path(p: *const u8) -> Scan {
     }
 }
 
-/// The aligned 16-byte block at `q`.
+/// The 16 bytes at `q`, aligned or not.
 ///
 /// # Safety
-/// `q` is 16-byte aligned and the block holds at least one byte of a NUL-terminated
-/// string, at most its NUL: the block then lies within one page, which is mapped.
+/// The 16 bytes lie in mapped memory: an aligned block that holds a byte of a string
+/// does, for it lies within that byte's page.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn load_block(q: *const u8) -> std::arch::x86_64::__m128i {
@@ -362,7 +535,7 @@ unsafe fn load_block(q: *const u8) -> std::arch::x86_64::__m128i {
     // SAFETY: the caller's promise; the load is made outside the language's object
     // model, so reading bytes past the NUL is no out-of-bounds access.
     unsafe {
-        std::arch::asm!("movdqa {v}, [{q}]", q = in(reg) q, v = out(xmm_reg) v,
+        std::arch::asm!("movdqu {v}, [{q}]", q = in(reg) q, v = out(xmm_reg) v,
             options(pure, readonly, nostack, preserves_flags));
     }
     v
@@ -645,6 +818,87 @@ mod tests {
             }
             page.fill(0);
         }
+    }
+
+    /// A NUL-terminated copy of `path` that ends where `page` ends, with the page after it
+    /// unmapped: a read past the NUL's page faults.
+    fn at_page_end(page: &mut [u8], path: &[u8]) -> *const u8 {
+        let at = page.len() - path.len() - 1;
+        page[at..at + path.len()].copy_from_slice(path);
+        page[at + path.len()] = 0;
+        page[at..].as_ptr()
+    }
+
+    #[test]
+    fn leaves_place_a_path_at_a_glance_or_leave_it_to_the_lookup() {
+        let long = format!("/{}", "l".repeat(LEAF_BYTES));
+        let mounts = ["/scratch".to_string(), "/lustre/proj".into(), long.clone()];
+        let t = MountTable::new(Some(&mounts), &["/lustre/proj/sub".to_string()]).unwrap();
+        let leaves = t.leaves();
+        let idx = |p: &str| t.lookup(p.as_bytes());
+        let cases: &[(&str, Option<PlaceIdx>)] = &[
+            ("/scratch", Some(idx("/scratch"))),
+            ("/scratch/", Some(idx("/scratch"))),
+            ("/scratch/a/b.c/d", Some(idx("/scratch"))),
+            ("/scratch//a", Some(idx("/scratch"))),
+            ("/lustre/proj/sub/x", Some(idx("/lustre/proj/sub"))),
+            // A place with another below it, or too long to hold: the lookup's.
+            ("/lustre/proj/x", None),
+            (&format!("{long}/x"), None),
+            // Not in the place, or a dot that may lead out of it: the lookup's.
+            ("/scratchy/a", None),
+            ("/scratc", None),
+            ("/scratch/../etc", None),
+            ("/scratch/.hidden", None),
+            ("scratch/x", None),
+            ("/", None),
+            ("", None),
+        ];
+        // Two pages, the second unmapped.
+        // SAFETY: an anonymous private mapping, unmapped at the end of the test.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        // SAFETY: the second page of the mapping.
+        assert_eq!(
+            unsafe { libc::mprotect(map.cast::<u8>().add(4096).cast(), 4096, libc::PROT_NONE) },
+            0
+        );
+        // SAFETY: the first page, mapped and writable.
+        let page = unsafe { std::slice::from_raw_parts_mut(map.cast::<u8>(), 4096) };
+        for &(path, want) in cases {
+            for off in 0..48 {
+                let mut buf = vec![0u8; path.len() + 64];
+                buf[off..off + path.len()].copy_from_slice(path.as_bytes());
+                // SAFETY: NUL-terminated: the buffer is zeroed past the path.
+                let got = unsafe { leaves.place_of(buf[off..].as_ptr()) };
+                assert_eq!(got, want, "{path:?} at {off}");
+            }
+            // At the end of a page, the glance reads nothing past it, and may decline.
+            // SAFETY: NUL-terminated within the mapped page.
+            let got = unsafe { leaves.place_of(at_page_end(page, path.as_bytes())) };
+            assert!(got.is_none() || got == want, "{path:?} at a page's end");
+        }
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(map, 8192) };
+    }
+
+    #[test]
+    fn the_root_leaves_no_leaf_when_it_is_managed() {
+        let t = MountTable::new(None, &[]).unwrap();
+        // SAFETY: a C string literal.
+        assert_eq!(
+            unsafe { t.leaves().place_of(c"/home/x".as_ptr().cast()) },
+            None
+        );
     }
 
     #[test]

@@ -147,6 +147,18 @@ impl Guard {
         Some(Guard { local: l })
     }
 
+    /// Enters the stage on a warm thread (its block known and laid in), or `None`: a thread
+    /// in the stage already, or one that takes [`Guard::enter`].
+    #[inline(always)]
+    pub fn enter_warm() -> Option<Guard> {
+        let l = known_block().map(as_local)?;
+        if l.busy.get() || !l.ready.get() {
+            return None;
+        }
+        l.busy.set(true);
+        Some(Guard { local: l })
+    }
+
     /// This thread's counters and token batches.
     #[inline(always)]
     pub fn thread_state(&mut self) -> &mut ThreadState {

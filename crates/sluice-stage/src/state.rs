@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
-use sluice_core::path::{LetterSet, MountTable, PATH_MAX, mounts_of_types};
+use sluice_core::path::{Leaves, LetterSet, MountTable, PATH_MAX, PlaceIdx, mounts_of_types};
 use sluice_core::rule::Identity;
 use sluice_core::segment::Segment;
 
@@ -30,7 +30,9 @@ pub const SEGMENT_ENV: &CStr = c"SLUICE_SEGMENT";
 /// The environment variable that names the stage's log file.
 pub const LOG_ENV: &CStr = c"SLUICE_LOG";
 
-/// What every hook needs.
+/// What every hook needs. The fields the managed lane reads come first, in one cache line
+/// with the first place it compares a path with in the next.
+#[repr(C)]
 pub struct State {
     /// The job's segment.
     pub segment: &'static Segment,
@@ -38,15 +40,17 @@ pub struct State {
     compiled: AtomicPtr<Compiled>,
     /// The configuration generation `compiled` was made from.
     generation: AtomicU64,
+    /// The letters after a leading slash that may lead into a managed place
+    /// ([`MountTable::managed_letters`]; the places are fixed at start).
+    managed_letters: LetterSet,
+    /// The managed places no other place lies below (the places are fixed at start).
+    leaves: Leaves,
     /// Held by the thread compiling a new configuration.
     reloading: AtomicBool,
     identity: Identity,
     /// Bit `i` set when another place lies below place `i` (the places are fixed at
     /// start): a path in any other place has no place below it.
     nested: u64,
-    /// The letters after a leading slash that may lead into a managed place
-    /// ([`MountTable::managed_letters`]; the places are fixed at start).
-    managed_letters: LetterSet,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -96,6 +100,34 @@ impl State {
     #[inline(always)]
     pub fn may_be_managed_after_root(&self, c: u8) -> bool {
         self.managed_letters.contains(c)
+    }
+
+    /// The managed place a path lies in, when a glance can tell ([`Leaves::place_of`]).
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[inline(always)]
+    pub unsafe fn managed_leaf_of(&self, p: *const std::ffi::c_char) -> Option<PlaceIdx> {
+        // SAFETY: the caller's promise.
+        unsafe { self.leaves.place_of(p.cast()) }
+    }
+
+    /// Place 0, when the root is managed and an absolute path lies under no other place:
+    /// the byte after its slash starts none, and no component starts with a dot (the
+    /// check [`target`]'s full lookup makes first).
+    ///
+    /// # Safety
+    /// `p` points to a NUL-terminated string.
+    #[inline(always)]
+    pub unsafe fn managed_under_root(&self, p: *const std::ffi::c_char) -> Option<PlaceIdx> {
+        let places = self.places();
+        // SAFETY: the caller's promise: the first byte is readable, and the second when
+        // the first is not the NUL.
+        let lone = places.is_managed(0)
+            && unsafe { *p } as u8 == b'/'
+            && places.no_place_starts_with(unsafe { *p.add(1) } as u8)
+            && !unsafe { sluice_core::path::dot_component(p.cast()) };
+        lone.then_some(0)
     }
 
     /// Compiles the configuration in force, unless another thread is at it (this call
@@ -228,6 +260,7 @@ fn load(path: &CStr) -> Result<(State, String), String> {
     compiled.set_latency_sample(latency_sample_of(&text));
     let nested = nested_places(compiled.places());
     let managed_letters = compiled.places().managed_letters();
+    let leaves = compiled.places().leaves();
     let state = State {
         segment,
         compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),
@@ -236,6 +269,7 @@ fn load(path: &CStr) -> Result<(State, String), String> {
         identity,
         nested,
         managed_letters,
+        leaves,
     };
     learn_cwd(&state);
     Ok((
