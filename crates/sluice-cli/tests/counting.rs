@@ -334,6 +334,25 @@ fn at_calls_resolve_against_their_dirfd() {
     );
 }
 
+/// With the root managed, `/` opened as a directory has places below it (/proc, /sys, /dev,
+/// /run, never managed): a path relative to it is judged where it leads.
+#[test]
+fn a_path_relative_to_the_opened_root_is_judged_where_it_leads() {
+    // Five stats first: a thread's first call fills its token batch.
+    for (rel, want) in [("proc/self/status", 5), ("tmp", 6)] {
+        let script = argv!["stat@5", "/tmp", "statat", "/", rel]
+            .map(|w| w.to_string())
+            .to_vec();
+        // A rule, so that the open of `/` may take the managed lane.
+        getattr_count(
+            Sluice::run().rule("rate=1M/s"),
+            &script,
+            want,
+            &format!("statat / {rel}"),
+        );
+    }
+}
+
 #[test]
 fn dotdot_escaping_the_mount_is_unmanaged_and_dot_slashes_are_normalised() {
     let t = Tree::new();

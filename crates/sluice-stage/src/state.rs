@@ -112,8 +112,9 @@ impl State {
         unsafe { self.leaves.place_of(p.cast()) }
     }
 
-    /// Place 0, when the root is managed and an absolute path lies under no other place:
-    /// the byte after its slash starts none, and no component starts with a dot (the
+    /// Place 0, when the root is managed and an absolute path lies under no other place,
+    /// nor has one below it: the byte after its slash starts no place (and is not its end:
+    /// the other places lie below `/` itself), and no component starts with a dot (the
     /// check [`target`]'s full lookup makes first).
     ///
     /// # Safety
@@ -123,9 +124,11 @@ impl State {
         let places = self.places();
         // SAFETY: the caller's promise: the first byte is readable, and the second when
         // the first is not the NUL.
+        let second = || unsafe { *p.add(1) } as u8;
         let lone = places.is_managed(0)
             && unsafe { *p } as u8 == b'/'
-            && places.no_place_starts_with(unsafe { *p.add(1) } as u8)
+            && second() != 0
+            && places.no_place_starts_with(second())
             && !unsafe { sluice_core::path::dot_component(p.cast()) };
         lone.then_some(0)
     }
