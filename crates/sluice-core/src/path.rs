@@ -247,9 +247,10 @@ struct Leaf {
     bytes: [u8; 48],
     len: u8,
     idx: PlaceIdx,
-    /// The 16-byte blocks that hold the path and the byte after it.
+    /// The 16-byte blocks that hold the path and the byte after it, and the mask of the
+    /// path's bytes in the last one: both follow from `len`, worked out once here rather
+    /// than in every call.
     blocks: u8,
-    /// The path's bytes in its last block.
     last: u16,
 }
 
