@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::daemons::{
     Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, share, wait_for,
 };
-use common::{Scratch, c_prog, path_str, sluice_bin, tmp_dir};
+use common::{Scratch, Stats, c_prog, path_str, sluice_bin, tmp_dir};
 use serde_json::json;
 
 /// The tests of this file measure rates: one at a time.
@@ -319,4 +319,40 @@ fn an_automatic_pool_times_only_the_calls_it_watches() {
         "the getattr pool never timed a getattr"
     );
     assert!(stats_job.wait().unwrap().success() && creates.wait().unwrap().success());
+}
+
+/// A job held only by a pool that times its calls (no watch): its stats, opens and closes
+/// take the hooks' managed lane, yet each is counted and admitted by the pool exactly, and
+/// the pool still times one call in 64 (`latency_sample`), and the first after each tick
+/// of the coarse clock: never fewer, and no more than one per millisecond the job ran.
+#[test]
+fn a_pool_that_times_its_calls_counts_and_times_them_through_the_lane() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"class=metadata\"\n\
+                  capacity = \"1M/s\"\nalgorithm = \"psfa\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let stats = s.path("stats.json");
+    let prog = c_prog("fsdo");
+    let began = std::time::Instant::now();
+    let mut job = local.job(
+        "P",
+        &["--mount", &path_str(s.dir.path()), "--stats", &stats],
+        &[&prog, "stat@3000", &s.file, "open@2000", &s.file],
+    );
+    assert!(job.wait().unwrap().success());
+    let ran_ms = began.elapsed().as_millis() as u64;
+    let stats = Stats(serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap());
+    stats.assert_calls_exactly(
+        &[("getattr", 3000), ("open", 2000), ("close", 2000)],
+        "under the pool",
+    );
+    let pool = &stats.0["pools"][0];
+    assert_eq!(pool["admitted"], 7000, "admitted by the pool: {pool}");
+    let timed = pool["timed"].as_u64().expect("the pool's timed calls");
+    assert!(
+        (7000 / 64..=7000 / 64 + ran_ms + 2).contains(&timed),
+        "{timed} calls of 7,000 timed in {ran_ms} ms"
+    );
 }

@@ -13,7 +13,7 @@ use crate::config::{DEFAULT_LATENCY_SAMPLE, Slotted};
 use crate::op::{Class, Op};
 use crate::path::{MAX_PLACES, MountTable, PlaceError, PlaceIdx};
 use crate::rule::{Cmp, Identity, Unit};
-use crate::segment::{MAX_POOLS, MAX_RULES};
+use crate::segment::{CHANNELS, MAX_POOLS, MAX_RULES};
 
 /// Most channels one call passes: its rule and every pool.
 pub const MAX_PLAN: usize = 1 + MAX_POOLS;
@@ -42,6 +42,11 @@ pub struct Plan {
 
 /// In [`Compiled::lone`]: no lone channel.
 const NO_LONE: u8 = u8::MAX;
+/// In [`Compiled::lone`]: the lone channel is a pool that times the call when it samples
+/// latency (the low bits are the channel).
+const LONE_TIMED: u8 = 0x80;
+
+const _: () = assert!(CHANNELS <= LONE_TIMED as usize);
 
 /// In [`Plan::bits`]: `chans[0]` is a rule (the others are pools).
 const RULE: u32 = 1 << 30;
@@ -68,10 +73,10 @@ impl Plan {
     }
 
     /// The plan's channel, when it is its only one and it charges calls, with no size
-    /// condition and no pool timing the call.
+    /// condition; with [`LONE_TIMED`] when it is a pool that times the call.
     fn lone(&self) -> Option<u8> {
-        (self.len == 1 && self.bits & (BYTES | SIZED) == 0 && self.watched == 0)
-            .then_some(self.chans[0])
+        (self.len == 1 && self.bits & (BYTES | SIZED) == 0)
+            .then_some(self.chans[0] | if self.timed() { LONE_TIMED } else { 0 })
     }
 
     /// The channels in order, each with whether it charges bytes.
@@ -122,6 +127,17 @@ impl Plan {
     pub fn charges_bytes(&self) -> bool {
         self.bits & BYTES != 0
     }
+}
+
+/// The one channel that holds a call and charges it one call
+/// ([`Compiled::lone_count_channel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lone {
+    /// The channel's index in the segment.
+    pub channel: usize,
+    /// Whether the channel is a pool that times the call when it samples latency
+    /// ([`Plan::timed`]).
+    pub timed: bool,
 }
 
 /// A channel that governs a request (a rule, or the job's share of a pool), and what the
@@ -316,12 +332,16 @@ impl Compiled {
     }
 
     /// The channel that holds `op` in `place`, when it is the only one and it charges
-    /// calls, with no size condition and no latency timing: such a call is admitted by
-    /// [`Gate::pass_from_batch`](crate::gate::Gate::pass_from_batch), with no ticket.
+    /// calls, with no size condition: such a call is admitted by
+    /// [`Gate::pass_from_batch`](crate::gate::Gate::pass_from_batch), with no ticket,
+    /// unless it is one the channel's pool times.
     #[inline(always)]
-    pub fn lone_count_channel(&self, op: Op, place: PlaceIdx) -> Option<usize> {
+    pub fn lone_count_channel(&self, op: Op, place: PlaceIdx) -> Option<Lone> {
         let c = self.lone[op.index()][place as usize % MAX_PLACES];
-        (c != NO_LONE).then_some(c as usize)
+        (c != NO_LONE).then_some(Lone {
+            channel: (c & !LONE_TIMED) as usize,
+            timed: c & LONE_TIMED != 0,
+        })
     }
 
     /// One real call in this many (per thread, among those a pool admits) is timed.
@@ -576,7 +596,7 @@ mod tests {
     }
 
     /// The lone channel is the plan's one channel exactly when that plan is one channel
-    /// that counts calls, with no size condition and no latency timing.
+    /// that counts calls, with no size condition; timed when the plan is.
     #[test]
     fn a_lone_count_channel_is_a_plan_of_one_that_counts_calls() {
         let rules = [
@@ -589,30 +609,49 @@ mod tests {
         let c = compile_watched(
             &rules,
             &[
-                (2, "md: op=unlink,rename rate=10k/s"),
+                (2, "md: op=unlink rate=10k/s"),
                 (3, "w: op=mkdir rate=1k/s"),
+                (4, "ln: op=rename,symlink rate=1k/s"),
             ],
-            &[(3, "class=directory")],
+            &[(3, "class=directory"), (4, "op=rename")],
             &["/scratch", "/home"],
         );
-        let mut seen = [false; 2];
+        let mut seen = [[false; 2]; 2];
         for &op in Op::ALL {
             for place in 0..c.places().places().len() as PlaceIdx {
                 let plan = c.plan(op, place, 0);
                 let chans: Vec<(usize, bool)> = plan.channels().collect();
                 let lone = match chans[..] {
-                    [(i, false)] if !plan.timed() && plan.bits & SIZED == 0 => Some(i),
+                    [(channel, false)] if plan.bits & SIZED == 0 => Some(Lone {
+                        channel,
+                        timed: plan.timed(),
+                    }),
                     _ => None,
                 };
                 assert_eq!(c.lone_count_channel(op, place), lone, "{op:?} in {place}");
-                seen[lone.is_some() as usize] = true;
+                seen[lone.is_some() as usize][plan.timed() as usize] = true;
             }
         }
-        assert_eq!(seen, [true, true]);
+        assert_eq!(seen, [[true, true], [true, true]]);
         let scratch = c.places().lookup(b"/scratch/x");
-        assert_eq!(c.lone_count_channel(Op::Getattr, scratch), Some(0));
-        // A bytes rule, a size condition, a rule and a pool, a timed pool: none is lone.
-        for op in [Op::Write, Op::Read, Op::Unlink, Op::Mkdir] {
+        let home = c.places().lookup(b"/home/x");
+        let lone = |channel, timed| Some(Lone { channel, timed });
+        assert_eq!(c.lone_count_channel(Op::Getattr, scratch), lone(0, false));
+        // A pool alone: timed when it has no watch or its watch matches the call.
+        assert_eq!(
+            c.lone_count_channel(Op::Unlink, home),
+            lone(MAX_RULES + 2, true)
+        );
+        assert_eq!(
+            c.lone_count_channel(Op::Rename, home),
+            lone(MAX_RULES + 4, true)
+        );
+        assert_eq!(
+            c.lone_count_channel(Op::Symlink, home),
+            lone(MAX_RULES + 4, false)
+        );
+        // A bytes rule, a size condition, a rule and a pool: none is lone.
+        for op in [Op::Write, Op::Read, Op::Mkdir] {
             assert_eq!(c.lone_count_channel(op, scratch), None, "{op:?}");
         }
     }

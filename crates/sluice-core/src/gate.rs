@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::bucket::{LocalCache, refund, reserve};
-use crate::classify::{Compiled, Plan};
+use crate::classify::{Compiled, Lone, Plan};
 use crate::op::Op;
 use crate::path::PlaceIdx;
 use crate::segment::{CHANNELS, MAX_RULES, SHARDS, Segment, Shard, bump, rescale};
@@ -61,17 +61,28 @@ impl ThreadState {
     /// millisecond, and one in 64 of them would be too few for a p99 each interval.
     #[inline(always)]
     fn sample(&mut self, every: u32, coarse: u64) -> bool {
-        if every != 0 && coarse > self.sampled_at {
-            self.sampled_at = coarse;
-            self.sample_left = every;
-            return true;
-        }
-        if self.sample_left > 1 {
-            self.sample_left -= 1;
+        if !self.would_sample(every, coarse) {
+            self.pass_sample();
             return false;
         }
+        self.sampled_at = self.sampled_at.max(coarse);
         self.sample_left = every;
-        every != 0
+        true
+    }
+
+    /// Whether [`ThreadState::sample`] would pick this call, without counting it down.
+    #[inline(always)]
+    fn would_sample(&self, every: u32, coarse: u64) -> bool {
+        every != 0 && (coarse > self.sampled_at || self.sample_left <= 1)
+    }
+
+    /// Counts down a call [`ThreadState::would_sample`] did not pick, as
+    /// [`ThreadState::sample`] does.
+    #[inline(always)]
+    fn pass_sample(&mut self) {
+        if self.sample_left > 1 {
+            self.sample_left -= 1;
+        }
     }
 
     /// This thread's shard, and whether the thread owns it (is its only writer).
@@ -209,24 +220,32 @@ impl Gate<'_> {
         }
     }
 
-    /// Admits and counts a call of `op` held only by channel `i`, which charges calls
-    /// ([`Compiled::lone_count_channel`]), when this thread's batch covers it: one coarse
-    /// clock read, and nothing shared written but the thread's own counters. The call is
-    /// counted at its admission, as [`Gate::finish`] would count it once returned (it
-    /// moves no bytes and is not timed), so that nothing is left to do after the real
-    /// call. False, having counted nothing, when the batch does not cover it: the caller
-    /// then takes [`Gate::admit`].
+    /// Admits and counts a call of `op` held only by `lone`, a channel that charges calls
+    /// ([`Compiled::lone_count_channel`]), when this thread's batch covers it and the call
+    /// is not one to time: one coarse clock read, and nothing shared written but the
+    /// thread's own counters. The call is counted at its admission, as [`Gate::finish`]
+    /// would count it once returned (it moves no bytes and is not timed), so that nothing
+    /// is left to do after the real call. False, having counted nothing, otherwise: the
+    /// caller then takes [`Gate::admit`], which times the call it was left.
     #[inline(always)]
     pub fn pass_from_batch(
         &self,
         ts: &mut ThreadState,
         clock: &impl Clock,
         op: Op,
-        i: usize,
+        lone: Lone,
     ) -> bool {
+        let i = lone.channel;
         let bucket = self.segment.bucket(i);
-        if !ts.caches[i].take(bucket.generation(), clock.coarse_ns(), 1) {
+        let coarse = clock.coarse_ns();
+        if lone.timed && ts.would_sample(self.compiled.latency_sample(), coarse) {
             return false;
+        }
+        if !ts.caches[i].take(bucket.generation(), coarse, 1) {
+            return false;
+        }
+        if lone.timed {
+            ts.pass_sample();
         }
         let (shard, owned) = ts.shard(self.segment);
         let c = &shard.channels[i];
@@ -397,33 +416,42 @@ mod tests {
 
     use super::*;
     use crate::bucket::Limit;
-    use crate::config::StageConfig;
-    use crate::rule::{Identity, parse_rule};
+    use crate::config::{Slotted, StageConfig};
+    use crate::rule::{Identity, Rule, parse_rule};
     use crate::segment::{Totals, fresh};
 
-    /// The monotonic clock, from the test's start (its coarse reading is the precise one).
+    /// The monotonic clock, from the test's start, with a coarse reading that ticks
+    /// every millisecond, as CLOCK_MONOTONIC_COARSE does every few.
     struct Monotonic(Instant);
+
+    const TICK_NS: u64 = 1_000_000;
 
     impl Clock for Monotonic {
         fn now_ns(&self) -> u64 {
             self.0.elapsed().as_nanos() as u64 + 1
         }
         fn coarse_ns(&self) -> u64 {
-            self.now_ns()
+            self.now_ns() / TICK_NS * TICK_NS + 1
         }
         fn coarse_resolution_ns(&self) -> u64 {
-            1
+            TICK_NS
         }
         fn wait_until(&self, deadline: u64, _word: &AtomicU32, _seen: u32) {
             std::thread::sleep(Duration::from_nanos(deadline.saturating_sub(self.now_ns())));
         }
     }
 
-    fn compiled(rule: &str) -> Compiled {
-        let rules = StageConfig::slot_in_order(vec![parse_rule(rule).unwrap()]);
+    /// Compiled with `rules` and `pools` (each in the slot of its rank), over `/scratch`.
+    fn compiled(rules: &[&str], pools: &[&str]) -> Compiled {
+        let parse =
+            |r: &[&str]| -> Vec<Rule> { r.iter().map(|r| parse_rule(r).unwrap()).collect() };
+        let pools: Vec<Slotted> = (0..)
+            .zip(parse(pools))
+            .map(|(slot, rule)| Slotted { slot, rule })
+            .collect();
         Compiled::new(
-            &rules,
-            &[],
+            &StageConfig::slot_in_order(parse(rules)),
+            &pools,
             &[],
             &Identity::default(),
             Some(&["/scratch".into()]),
@@ -431,33 +459,65 @@ mod tests {
         .unwrap()
     }
 
-    /// What the hooks' managed lane counts for a call is what `admit` and `finish` count.
+    /// What the hooks' managed lane counts for a call held by a rule is what `admit` and
+    /// `finish` count.
     #[test]
     fn a_call_admitted_from_its_batch_is_counted_as_admit_counts_it() {
+        let (from_batch, timed) = lane_and_admit(&compiled(&["op=getattr rate=1M/s"], &[]), 0);
+        // Only a thread's first call, and one each time its batch runs out, is not.
+        assert!(from_batch > 900, "{from_batch} of 1000 from the batch");
+        assert_eq!(timed, (0, 0));
+    }
+
+    /// Under a pool that times its calls, the lane leaves to `admit` the calls to time,
+    /// so the pool samples the same share of them either way.
+    #[test]
+    fn a_pool_times_as_many_calls_through_the_lane() {
+        let pool = compiled(&[], &["md: op=getattr rate=1M/s"]);
+        let (from_batch, (by_admit, by_lane)) = lane_and_admit(&pool, MAX_RULES);
+        // One in 64, and the first after each tick (a thousand calls take a few).
+        for timed in [by_admit, by_lane] {
+            assert!(
+                (1000 / 64..=1000 / 64 + 20).contains(&timed),
+                "{timed} timed"
+            );
+        }
+        assert!(
+            from_batch + by_lane <= 1000 && from_batch > 900,
+            "{from_batch}"
+        );
+    }
+
+    /// A thousand calls through `admit` and `finish`, then a thousand through the lane
+    /// (each one the lane leaves through `admit` and `finish`), held only by channel `i`
+    /// with a rate they never reach: each is counted once, as many times as the other.
+    /// Returns how many the lane took, and how many each thousand had timed.
+    fn lane_and_admit(compiled: &Compiled, i: usize) -> (u64, (u64, u64)) {
         let b = fresh();
         // SAFETY: zeroed, aligned, lives for the test.
         let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
         let clock = Monotonic(Instant::now());
         seg.init(
             "job 1\n",
-            &[(0, Limit::new(1_000_000, 1_000_000))],
+            &[(i, Limit::new(1_000_000, 1_000_000))],
             clock.now_ns(),
         )
         .unwrap();
-        let compiled = compiled("op=getattr rate=1M/s");
         let gate = Gate {
             segment: seg,
-            compiled: &compiled,
+            compiled,
         };
         let place = compiled.places().lookup(b"/scratch/x");
-        let i = compiled.lone_count_channel(Op::Getattr, place).unwrap();
+        let lone = compiled.lone_count_channel(Op::Getattr, place).unwrap();
+        assert_eq!((lone.channel, lone.timed), (i, i >= MAX_RULES));
         let counted = |t: Totals| {
-            let c = t.channels[i];
+            let c = &t.channels[i];
             (
                 t.ops[Op::Getattr.index()].calls,
                 c.arrivals,
                 c.admitted,
                 c.bytes,
+                c.latency.iter().sum::<u64>(),
             )
         };
         let (mut generic, mut lane) = (ThreadState::new(), ThreadState::new());
@@ -469,7 +529,7 @@ mod tests {
         let by_admit = counted(seg.totals());
         let mut from_batch = 0;
         for _ in 0..1000 {
-            if gate.pass_from_batch(&mut lane, &clock, Op::Getattr, i) {
+            if gate.pass_from_batch(&mut lane, &clock, Op::Getattr, lone) {
                 from_batch += 1;
             } else {
                 let t = gate.admit(&mut lane, &clock, Op::Getattr, place, Size::Known(0));
@@ -477,16 +537,17 @@ mod tests {
             }
         }
         let by_lane = counted(seg.totals());
-        assert_eq!(
-            by_admit,
-            (start.0 + 1000, start.1 + 1000, start.2 + 1000, 0)
-        );
-        assert_eq!(
-            by_lane,
-            (by_admit.0 + 1000, by_admit.1 + 1000, by_admit.2 + 1000, 0)
-        );
-        // Only a thread's first call, and one each time its batch runs out, is not.
-        assert!(from_batch > 900, "{from_batch} of 1000 from the batch");
+        let grew = |from: (u64, u64, u64, u64, u64), to: (u64, u64, u64, u64, u64)| {
+            (
+                (to.0 - from.0, to.1 - from.1, to.2 - from.2, to.3 - from.3),
+                to.4 - from.4,
+            )
+        };
+        let (admit_counts, admit_timed) = grew(start, by_admit);
+        let (lane_counts, lane_timed) = grew(by_admit, by_lane);
+        assert_eq!(admit_counts, (1000, 1000, 1000, 0));
+        assert_eq!(lane_counts, admit_counts);
+        (from_batch, (admit_timed, lane_timed))
     }
 
     /// A call the batch does not cover is left to `admit`, counted nowhere.
@@ -498,14 +559,16 @@ mod tests {
         let clock = Monotonic(Instant::now());
         seg.init("job 1\n", &[(0, Limit::new(0, 1))], clock.now_ns())
             .unwrap();
-        let compiled = compiled("op=getattr rate=0/s");
+        let compiled = compiled(&["op=getattr rate=0/s"], &[]);
         let gate = Gate {
             segment: seg,
             compiled: &compiled,
         };
         let mut ts = ThreadState::new();
         let before = seg.totals();
-        assert!(!gate.pass_from_batch(&mut ts, &clock, Op::Getattr, 0));
+        let place = compiled.places().lookup(b"/scratch/x");
+        let lone = compiled.lone_count_channel(Op::Getattr, place).unwrap();
+        assert!(!gate.pass_from_batch(&mut ts, &clock, Op::Getattr, lone));
         assert_eq!(seg.totals(), before);
     }
 }

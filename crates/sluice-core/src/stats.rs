@@ -2,9 +2,10 @@
 //!
 //! This is the JSON `sluice run --stats FILE` writes:
 //! `{"job":…, "ops":{"open":{"calls":…,"bytes":…},…}, "rules":[{"rule":…,"admitted":…,
-//! "bytes":…,"wait_ns":…}], "pools":[{"rule":…,…}], "unmanaged":…}` (pools: the job's
-//! shares of the control plane's pools, written as the pool's filter and capacity). Operations appear in the order of
-//! [`Op::ALL`], every one of them, so that a script can index the report without checks.
+//! "bytes":…,"wait_ns":…}], "pools":[{"rule":…,…,"timed":…}], "unmanaged":…}` (pools: the
+//! job's shares of the control plane's pools, written as the pool's filter and capacity,
+//! with the calls timed for their latency). Operations appear in the order of [`Op::ALL`],
+//! every one of them, so that a script can index the report without checks.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -33,6 +34,10 @@ pub struct RuleStats {
     pub bytes: u64,
     /// Nanoseconds callers waited.
     pub wait_ns: u64,
+    /// Pools only: calls timed for the pool's latency (one in the configuration's
+    /// `latency_sample` per thread, and the first after each tick of the coarse clock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed: Option<u64>,
 }
 
 /// Per-operation counters, serialised as a map in table order.
@@ -81,6 +86,7 @@ impl Stats {
                         admitted: t.admitted,
                         bytes: t.bytes,
                         wait_ns: t.wait_ns,
+                        timed: (first == MAX_RULES).then(|| t.latency.iter().sum()),
                     }
                 })
                 .collect()

@@ -119,8 +119,8 @@ impl Bench {
         let gate = self.gate();
         if places.is_managed(place) {
             // The hooks' managed lane, and the full admission when it cannot take the call.
-            if let Some(i) = self.compiled.lone_count_channel(Op::Getattr, place)
-                && gate.pass_from_batch(ts, &Monotonic, Op::Getattr, i)
+            if let Some(lone) = self.compiled.lone_count_channel(Op::Getattr, place)
+                && gate.pass_from_batch(ts, &Monotonic, Op::Getattr, lone)
             {
                 return;
             }

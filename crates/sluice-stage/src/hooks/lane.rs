@@ -1,10 +1,11 @@
 //! The managed lane: a call on a managed target that a glance can place, that moves no
 //! bytes, held by one rule or pool that counts calls, on a warm thread whose token batch
-//! covers it. It is admitted and counted at once, with no ticket, no path copy and no walk
-//! of the mount table, and the thread leaves the stage before the real call: the common
-//! managed call (a `stat`, an `open`, a `close` on the one file system a job's rules are
-//! about) in the fewest instructions and cache lines. Everything else takes
-//! [`judge`](super::judge), which counts it the same way, once it has returned.
+//! covers it, and not one its pool picks to time. It is admitted and counted at once,
+//! with no ticket, no path copy and no walk of the mount table, and the thread leaves the
+//! stage before the real call: the common managed call (a `stat`, an `open`, a `close` on
+//! the one file system a job's rules are about) in the fewest instructions and cache
+//! lines. Everything else takes [`judge`](super::judge), which counts it the same way,
+//! once it has returned.
 
 use sluice_core::op::Op;
 
@@ -24,8 +25,8 @@ pub fn admit(st: &'static State, op: Op, target: Target) -> Option<Entry> {
     };
     let mut guard = Guard::enter_warm()?;
     let gate = st.gate();
-    let channel = gate.compiled.lone_count_channel(op, place)?;
-    gate.pass_from_batch(guard.thread_state(), &SysClock, op, channel)
+    let lone = gate.compiled.lone_count_channel(op, place)?;
+    gate.pass_from_batch(guard.thread_state(), &SysClock, op, lone)
         .then_some(entry)
 }
 
