@@ -200,6 +200,7 @@ fn getenv(name: &CStr) -> Option<&'static CStr> {
 /// Sets the stage up from the environment. Called once, from the library's constructor.
 pub fn init() {
     crate::log::open(getenv(LOG_ENV));
+    sys::find_vdso_clock();
     COARSE_RES.store(
         sys::clock_resolution_ns(libc::CLOCK_MONOTONIC_COARSE),
         Ordering::Relaxed,
