@@ -9,6 +9,8 @@
 #   e.g. cp target/release/libsluice_stage.so /tmp/a.so; (change, build);
 #        tests/bench/stages.sh 61 /tmp/a.so target/release/libsluice_stage.so
 # UNMANAGED=1 measures the unmanaged `stat` instead (the mount named is elsewhere).
+# POOL=1 holds the managed `stat` by a pool instead of a rule: a `sluice local` started
+# here with one pool of metadata calls that it never reaches, which times one call in 64.
 # A change to the stage moves where its code lands as much as what it runs: compare each
 # build under several layouts (cargo rustc -p sluice-stage --release --lib -- -C
 # llvm-args=-align-all-functions=6 …) before believing a few nanoseconds.
@@ -26,11 +28,24 @@ for so in "${stages[@]}"; do
     [[ -f $so ]] || { echo "stages.sh: no such stage: $so" >&2; exit 2; }
 done
 work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+local_pid=
+trap '[[ -n $local_pid ]] && kill "$local_pid" 2>/dev/null; rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
 mkdir -p "$work/managed" && touch "$work/managed/f"
 mount=$work/managed what=managed
 [[ -n ${UNMANAGED:-} ]] && mount=/scratch-not-here what=unmanaged
+hold=(--rule 'rate=1000000M/s')
+if [[ -n ${POOL:-} ]]; then
+    mkdir -p "$work/local/shm"
+    printf '[[pool]]\nname = "md"\nmatch = "class=metadata"\ncapacity = "1000000M/s"\nalgorithm = "uniform"\n' >"$work/local.toml"
+    "$bin/sluice" local --shm-dir "$work/local/shm" --socket "$work/local.sock" \
+        --state-dir "$work/local/state" --config "$work/local.toml" 2>"$work/local.log" &
+    local_pid=$!
+    for _ in $(seq 50); do [[ -S $work/local.sock ]] && break; sleep 0.1; done
+    [[ -S $work/local.sock ]] || { echo "stages.sh: sluice local did not start:" >&2; cat "$work/local.log" >&2; exit 1; }
+    hold=(--socket "$work/local.sock" --job bench)
+    what="$what, pool"
+fi
 n=${#stages[@]}
 : >"$work/native"
 for i in $(seq 0 $((n - 1))); do : >"$work/r$i"; done
@@ -38,7 +53,7 @@ for r in $(seq "$rounds"); do
     "$work/loop" stat "$work/managed/f" 100000 2>>"$work/native" >/dev/null
     for k in $(seq 0 $((n - 1))); do
         i=$(((k + r) % n))
-        SLUICE_STAGE=${stages[$i]} "$bin/sluice" run --rule 'rate=1000000M/s' --mount "$mount" \
+        SLUICE_STAGE=${stages[$i]} "$bin/sluice" run "${hold[@]}" --mount "$mount" \
             -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
     done
 done
