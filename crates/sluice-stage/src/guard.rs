@@ -15,9 +15,11 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::offset_of;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering, compiler_fence};
+use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 
 use sluice_core::gate::{Gate, ThreadState};
+
+use crate::hot::HOT;
 use sluice_core::segment::{Segment, bump};
 
 /// The block's layout. Its first fields are the shim's `struct head`, which the shim's
@@ -71,10 +73,6 @@ unsafe extern "C" {
     fn sluice_tls_offset() -> isize;
 }
 
-/// The block's distance from the thread pointer, 0 until first asked (no initial-exec
-/// block lies at the thread pointer itself on either TLS variant).
-static OFFSET: AtomicIsize = AtomicIsize::new(0);
-
 /// The thread pointer, read from its register.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
@@ -95,7 +93,7 @@ fn thread_pointer() -> *mut u8 {
 #[inline(always)]
 fn known_block() -> Option<*mut u8> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    return match OFFSET.load(Ordering::Relaxed) {
+    return match HOT.tls_offset.load(Ordering::Relaxed) {
         0 => None,
         off => Some(thread_pointer().wrapping_offset(off)),
     };
@@ -123,7 +121,8 @@ fn local() -> &'static Local {
 fn first_block() -> *mut u8 {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     // SAFETY: the shim's function has no preconditions.
-    OFFSET.store(unsafe { sluice_tls_offset() }, Ordering::Relaxed);
+    HOT.tls_offset
+        .store(unsafe { sluice_tls_offset() }, Ordering::Relaxed);
     // SAFETY: as above.
     unsafe { sluice_tls_block() }
 }

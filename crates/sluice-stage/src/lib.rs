@@ -24,6 +24,7 @@ pub mod cwd;
 pub mod fdtable;
 pub mod guard;
 pub mod hooks;
+pub mod hot;
 pub mod log;
 pub mod real;
 pub mod state;

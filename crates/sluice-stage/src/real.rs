@@ -12,9 +12,11 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// The sentinel stored when a symbol was looked for and is missing.
 const MISSING: *mut c_void = usize::MAX as *mut c_void;
 
-/// One real symbol's cached address.
+/// One real symbol's cached address. Two words: the slots of every hook fit in the page
+/// of statics every call reads ([`crate::hot`]).
 pub struct Slot {
-    name: &'static CStr,
+    /// The first byte of the NUL-terminated name (a thin pointer: a `&CStr` is two words).
+    name: &'static u8,
     addr: AtomicPtr<c_void>,
 }
 
@@ -28,7 +30,7 @@ impl Slot {
     /// A slot for `name`, resolved at first use.
     pub const fn new(name: &'static CStr) -> Self {
         Slot {
-            name,
+            name: &name.to_bytes_with_nul()[0],
             addr: AtomicPtr::new(ptr::null_mut()),
         }
     }
@@ -55,10 +57,11 @@ impl Slot {
     fn resolve(&self) -> *mut c_void {
         // SAFETY: dlsym and dlvsym take NUL-terminated names; RTLD_NEXT is valid from a
         // shared object.
-        let mut p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        let name = self.name().as_ptr();
+        let mut p = unsafe { libc::dlsym(libc::RTLD_NEXT, name) };
         if p.is_null() {
             // SAFETY: as above.
-            p = unsafe { libc::dlvsym(libc::RTLD_NEXT, self.name.as_ptr(), BASE_VERSION.as_ptr()) };
+            p = unsafe { libc::dlvsym(libc::RTLD_NEXT, name, BASE_VERSION.as_ptr()) };
         }
         let p = if p.is_null() { MISSING } else { p };
         // Several threads may resolve at once; they all find the same address.
@@ -68,7 +71,8 @@ impl Slot {
 
     /// The symbol's name.
     pub fn name(&self) -> &'static CStr {
-        self.name
+        // SAFETY: the first byte of a `&'static CStr`, made in `new`.
+        unsafe { CStr::from_ptr(ptr::from_ref(self.name).cast()) }
     }
 }
 

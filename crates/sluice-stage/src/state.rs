@@ -22,6 +22,7 @@ use sluice_core::path::{Leaves, LetterSet, MountTable, PATH_MAX, PlaceIdx, mount
 use sluice_core::rule::Identity;
 use sluice_core::segment::Segment;
 
+use crate::hot::HOT;
 use crate::log::log;
 use crate::{cwd, sys, target};
 
@@ -53,14 +54,12 @@ pub struct State {
     nested: u64,
 }
 
-static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
-
 impl State {
     /// The state, once the stage is ready.
     #[inline(always)]
     pub fn get() -> Option<&'static State> {
         // SAFETY: set once from a leaked Box and never freed.
-        unsafe { STATE.load(Ordering::Acquire).as_ref() }
+        unsafe { HOT.state.load(Ordering::Acquire).as_ref() }
     }
 
     /// The admission path, with the rules in force.
@@ -220,7 +219,8 @@ pub fn init() {
             // SAFETY: registers a handler that touches only the child's own state.
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
             let state: &'static State = Box::leak(Box::new(state));
-            STATE.store(std::ptr::from_ref(state).cast_mut(), Ordering::Release);
+            HOT.state
+                .store(std::ptr::from_ref(state).cast_mut(), Ordering::Release);
             // The shim's fast path for streams on unmanaged targets, last: until the
             // table of unmanaged bytes is published, every call takes the hooks.
             if crate::hooks::publish_shim_reals() {

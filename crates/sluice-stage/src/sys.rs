@@ -2,7 +2,9 @@
 //! touch a libc buffer the application owns.
 
 use std::ffi::{CStr, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::hot::HOT;
 
 /// Result of a raw call: the value, or the errno.
 pub type SysResult = Result<usize, i32>;
@@ -126,10 +128,6 @@ pub fn getcwd(buf: &mut [u8]) -> SysResult {
         .map(|n| n.saturating_sub(1))
 }
 
-/// The vDSO's `clock_gettime`, found by [`find_vdso_clock`]; null until then, or when the
-/// kernel maps no vDSO (glibc's is called instead).
-static VDSO_CLOCK_GETTIME: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-
 /// The name the kernel gives `clock_gettime` in its vDSO.
 #[cfg(target_arch = "x86_64")]
 const VDSO_CLOCK_GETTIME_NAME: &CStr = c"__vdso_clock_gettime";
@@ -155,7 +153,7 @@ pub fn find_vdso_clock() {
         libc::dlclose(h);
         f
     };
-    VDSO_CLOCK_GETTIME.store(f, Ordering::Relaxed);
+    HOT.vdso_clock_gettime.store(f, Ordering::Relaxed);
 }
 
 /// Nanoseconds on `clock` (read through the vDSO: no system call).
@@ -166,7 +164,7 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    let vdso = VDSO_CLOCK_GETTIME.load(Ordering::Relaxed);
+    let vdso = HOT.vdso_clock_gettime.load(Ordering::Relaxed);
     let f: ClockGettime = if vdso.is_null() {
         libc::clock_gettime
     } else {

@@ -12,7 +12,6 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use sluice_core::path::{PATH_MAX, dot_component, resolve_into, scan_c_path};
 
 use crate::fdtable::{self, Entry};
-use crate::hooks::slots;
 use crate::state::State;
 use crate::{cwd, stream, sys};
 
@@ -110,7 +109,7 @@ pub fn dir_fd(dir: *mut c_void) -> Option<c_int> {
     if dir.is_null() {
         return None;
     }
-    let f = slots::dirfd.get()?;
+    let f = crate::hot::HOT.slots.dirfd.get()?;
     // SAFETY: the slot holds dirfd, whose signature this is; the stream is the
     // application's, valid for the call it made. dirfd may set errno: the application
     // must not see that.

@@ -7,7 +7,6 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::slots;
 use crate::real::{Slot, missing};
 
 /// `_STAT_VER` of the x86_64 and aarch64 kernel stat layouts.
@@ -41,7 +40,7 @@ macro_rules! via {
         /// The C function's contract.
         pub unsafe fn $hook($($a: $t),*) -> c_int {
             // SAFETY: the slot's symbol has signature `$f`; arguments are passed on.
-            match unsafe { real::<$f>(&slots::$slot) } {
+            match unsafe { real::<$f>(&crate::hot::HOT.slots.$slot) } {
                 Some($r) => unsafe { $call },
                 None => missing(),
             }

@@ -24,7 +24,7 @@ use sluice_core::op::Op;
 
 pub use effect::Effect;
 pub use ret::{Moved, Ret};
-pub use table::{SYMBOLS, VARIADIC, resolve_all, slot_named, slots};
+pub use table::{SYMBOLS, Slots, VARIADIC, resolve_all, slot_named};
 
 use crate::fdtable;
 use crate::fdtable::Entry;
@@ -293,29 +293,42 @@ macro_rules! hooks {
             $(, call ( $($carg:expr),* ) )?
             $(, else $fb:path )? ;
     )*) => {
-        /// The real symbols, one slot each, resolved at first use.
-        #[allow(non_upper_case_globals)]
-        pub mod slots {
+        /// The real symbols, one slot each, resolved at first use; in
+        /// [`HOT`]($crate::hot::HOT).
+        #[allow(non_snake_case)] // glibc's own names: _IO_getc, __xstat
+        pub struct Slots {
             $(
                 #[doc = concat!("The real `", stringify!($name), "`.")]
-                pub static $name: $crate::real::Slot = $crate::real::Slot::new(
-                    // SAFETY: the literal ends with its only NUL.
-                    unsafe { ::std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                );
+                pub $name: $crate::real::Slot,
             )*
+        }
+
+        impl Slots {
+            /// Every slot, unresolved: [`HOT`]($crate::hot::HOT)'s, the only one.
+            #[allow(clippy::new_without_default)] // a static's initialiser, nothing else
+            pub const fn new() -> Self {
+                Slots {
+                    $(
+                        $name: $crate::real::Slot::new(
+                            // SAFETY: the literal ends with its only NUL.
+                            unsafe { ::std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                        ),
+                    )*
+                }
+            }
         }
 
         /// Resolves every real symbol now, so that no hook calls `dlsym` later (it may
         /// allocate and open files while the application is in a hook).
         pub fn resolve_all() {
-            $( slots::$name.get(); )*
+            $( $crate::hot::HOT.slots.$name.get(); )*
             $crate::stream::FTELLO.get();
             $crate::stream::FSEEKO.get();
         }
 
         /// The slot of the real symbol `name`, if the table hooks it.
         pub fn slot_named(name: &[u8]) -> Option<&'static $crate::real::Slot> {
-            $( if name == stringify!($name).as_bytes() { return Some(&slots::$name); } )*
+            $( if name == stringify!($name).as_bytes() { return Some(&$crate::hot::HOT.slots.$name); } )*
             None
         }
 
@@ -347,7 +360,7 @@ macro_rules! hooks {
                 /// The real function, or its fallback when this libc lacks it.
                 #[inline(always)]
                 fn real($($arg: $ty),*) -> $ret {
-                    match slots::$name.get() {
+                    match $crate::hot::HOT.slots.$name.get() {
                         Some(real_at) => call(real_at, $($arg),*),
                         None => pick_fallback!([$($fb)?], [$($arg),*]),
                     }
@@ -360,9 +373,9 @@ macro_rules! hooks {
                 /// A call `intercept` could not take, out of line (see `lane_or_judge`).
                 #[inline(never)]
                 fn managed($($arg: $ty),*) -> $ret {
-                    $crate::hooks::lane_or_judge(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, matches!($moved, $crate::hooks::Moved::Nothing), &slots::$name, move |real_at| call(real_at, $($arg),*), move || judged($($arg),*))
+                    $crate::hooks::lane_or_judge(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, matches!($moved, $crate::hooks::Moved::Nothing), &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move || judged($($arg),*))
                 }
-                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, &slots::$name, move |real_at| call(real_at, $($arg),*), move || managed($($arg),*), move || judged($($arg),*))
+                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move || managed($($arg),*), move || judged($($arg),*))
             }
         )*
     };
