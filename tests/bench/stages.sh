@@ -46,7 +46,7 @@ if [[ -n ${POOL:-} ]]; then
     local_pid=$!
     for _ in $(seq 50); do [[ -S $work/local.sock ]] && break; sleep 0.1; done
     [[ -S $work/local.sock ]] || { echo "stages.sh: sluice local did not start:" >&2; cat "$work/local.log" >&2; exit 1; }
-    hold=(--socket "$work/local.sock" --job bench)
+    hold=(--socket "$work/local.sock")
     what="$what, pool"
 fi
 n=${#stages[@]}
@@ -58,7 +58,10 @@ for r in $(seq "$rounds"); do
         i=$(((k + r) % n))
         launcher=$bin/sluice
         [[ -x $(dirname "${stages[$i]}")/sluice ]] && launcher=$(dirname "${stages[$i]}")/sluice
-        SLUICE_STAGE=${stages[$i]} "$launcher" run "${hold[@]}" --mount "$mount" \
+        # Under a pool, a job of its own each run: a job's counts last as long as it does.
+        job=()
+        [[ -n ${POOL:-} ]] && job=(--job "bench-$r-$i")
+        SLUICE_STAGE=${stages[$i]} "$launcher" run "${hold[@]}" "${job[@]}" --mount "$mount" \
             --stats "$work/stats" -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
         # A stage that could not use its segment passes calls through, uncounted: its
         # figure would be no stage's.
