@@ -14,6 +14,7 @@
 # UNMANAGED=1 measures the unmanaged `stat` instead (the mount named is elsewhere).
 # POOL=1 holds the managed `stat` by a pool instead of a rule: a `sluice local` started
 # here with one pool of metadata calls that it never reaches, which times one call in 64.
+# The local makes the segments, so under POOL=1 every build must share its layout.
 # A change to the stage moves where its code lands as much as what it runs: compare each
 # build under several layouts (cargo rustc -p sluice-stage --release --lib -- -C
 # llvm-args=-align-all-functions=6 …) before believing a few nanoseconds.
