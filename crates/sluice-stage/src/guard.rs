@@ -18,9 +18,9 @@ use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 
 use sluice_core::gate::{Gate, ThreadState};
+use sluice_core::segment::{Segment, bump};
 
 use crate::hot::HOT;
-use sluice_core::segment::{Segment, bump};
 
 /// The block's layout. Its first fields are the shim's `struct head`, which the shim's
 /// variadic entry points read and write (offsets checked below).

@@ -8,6 +8,7 @@
 //! once it has returned.
 
 use sluice_core::op::Op;
+use sluice_core::path::PlaceIdx;
 
 use crate::fdtable::{self, Entry};
 use crate::guard::Guard;
@@ -19,36 +20,32 @@ use crate::target::Target;
 /// before the real call, as on the unmanaged fast path: nothing is left to count after it.
 #[inline(always)]
 pub fn admit(st: &'static State, op: Op, target: Target) -> Option<Entry> {
-    let entry = managed_at_a_glance(st, target)?;
-    let Entry::File { place, .. } = entry else {
-        return None;
-    };
+    let place = managed_at_a_glance(st, target)?;
     let mut guard = Guard::enter_warm()?;
     let gate = st.gate();
     let lone = gate.compiled.lone_count_channel(op, place)?;
     gate.pass_from_batch(guard.thread_state(), &SysClock, op, lone)
-        .then_some(entry)
+        .then_some(Entry::File {
+            place,
+            below: false,
+        })
 }
 
-/// Where a managed target lies when a glance can tell: an absolute path that starts with
-/// a managed place no other place lies below ([`State::managed_leaf_of`]) or, when the
-/// root is managed, one that no place but the root can hold; or a descriptor whose byte in
-/// the table says it is in a managed place.
+/// The managed place a target lies in, when a glance can tell: an absolute path that
+/// starts with a managed place no other place lies below ([`State::managed_leaf_of`]) or,
+/// when the root is managed, one that no place but the root can hold; or a descriptor
+/// whose byte in the table says it is in a managed place.
 #[inline(always)]
-fn managed_at_a_glance(st: &State, target: Target) -> Option<Entry> {
-    let place = match target {
+fn managed_at_a_glance(st: &State, target: Target) -> Option<PlaceIdx> {
+    match target {
         // SAFETY: a path the application passed to a libc call: null or a C string.
         Target::Path(p) | Target::At(libc::AT_FDCWD, p) if !p.is_null() => unsafe {
-            st.managed_leaf_of(p).or_else(|| st.managed_under_root(p))?
+            st.managed_leaf_of(p).or_else(|| st.managed_under_root(p))
         },
         Target::Fd(fd) => match Entry::decode(fdtable::byte(fd))? {
-            Entry::File { place, .. } if st.places().is_managed(place) => place,
-            _ => return None,
+            Entry::File { place, .. } if st.places().is_managed(place) => Some(place),
+            _ => None,
         },
-        _ => return None,
-    };
-    Some(Entry::File {
-        place,
-        below: false,
-    })
+        _ => None,
+    }
 }
