@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -12,97 +11,13 @@ use common::daemons::{
     Daemon, Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, share,
     wait_for,
 };
+use common::net::{Net, start_global, wait_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const SEC: u64 = 1_000_000_000;
-
-/// Three namespaces: `g` holds the global, `n1` and `n2` a local each, each node linked
-/// to `g` by a veth pair of its own. Removed when dropped.
-struct Net {
-    names: [String; 3],
-}
-
-impl Net {
-    fn new() -> Option<Net> {
-        let id = std::process::id() % 10_000;
-        let names = [format!("sl{id}g"), format!("sl{id}a"), format!("sl{id}b")];
-        let net = Net { names };
-        let [g, a, b] = &net.names;
-        for ns in &net.names {
-            if !ip(&["netns", "add", ns]) {
-                eprintln!("skipped: cannot create network namespaces here");
-                return None;
-            }
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        for (i, node) in [a, b].into_iter().enumerate() {
-            let (gv, nv) = (format!("{g}{i}"), format!("{node}v"));
-            assert!(ip(&[
-                "link", "add", &gv, "netns", g, "type", "veth", "peer", "name", &nv, "netns", node
-            ]));
-            assert!(ip(&[
-                "-n",
-                g,
-                "addr",
-                "add",
-                &format!("10.231.{i}.1/30"),
-                "dev",
-                &gv
-            ]));
-            assert!(ip(&[
-                "-n",
-                node,
-                "addr",
-                "add",
-                &format!("10.231.{i}.2/30"),
-                "dev",
-                &nv
-            ]));
-            assert!(ip(&["-n", g, "link", "set", &gv, "up"]));
-            assert!(ip(&["-n", node, "link", "set", &nv, "up"]));
-        }
-        Some(net)
-    }
-
-    fn global_ns(&self) -> &str {
-        &self.names[0]
-    }
-
-    fn node_ns(&self, i: usize) -> &str {
-        &self.names[1 + i]
-    }
-
-    /// Takes node `i`'s link down or up.
-    fn link(&self, i: usize, up: bool) {
-        let dev = format!("{}{i}", self.names[0]);
-        assert!(ip(&[
-            "-n",
-            self.global_ns(),
-            "link",
-            "set",
-            &dev,
-            if up { "up" } else { "down" }
-        ]));
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for ns in &self.names {
-            ip(&["netns", "del", ns]);
-        }
-    }
-}
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 const GLOBAL_CONFIG: &str = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
     match = \"op=getattr\"\ncapacity = \"8k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n\n\
@@ -155,32 +70,6 @@ impl Cluster {
     fn jobs(&self) -> Value {
         self.locals[0].jobs()
     }
-}
-
-/// Waits until the global answers inside its namespace.
-fn wait_global(net: &Net, global: &Daemon) {
-    let answers = wait_for(Duration::from_secs(10), || {
-        Command::new("ip")
-            .args(["netns", "exec", net.global_ns()])
-            .arg(common::sluice_bin())
-            .args(["status", "--server", "http://127.0.0.1:7401"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    assert!(answers, "the global never answered: {}", global.log_text());
-}
-
-fn start_global(net: &Net, dir: &std::path::Path) -> Daemon {
-    let args: Vec<String> = ["global", "--listen", "0.0.0.0:7401", "--config"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([path_str(&dir.join("global.toml"))])
-        .collect();
-    Daemon::start(
-        Some(net.global_ns()),
-        &args,
-        dir.join(format!("global.{}.log", monotonic_ns())),
-    )
 }
 
 /// Job A runs on both nodes, job B (reserved 2k/s) on node 0; the pool is 8k/s. Once
