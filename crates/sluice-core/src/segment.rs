@@ -11,6 +11,44 @@
 //! consistent. Each thread owns a shard of counters that only it writes, so counting is
 //! a plain load and store on a line no other core touches; threads beyond the shards a
 //! segment holds share one last shard through atomic additions. Readers add them up.
+//!
+//! # Layouts and upgrades
+//!
+//! A segment outlives the programs around it: a job started under one release runs on
+//! while its node's controller, launchers and stage library are replaced, so a segment
+//! written under one layout meets readers of another (a restarted controller adopting
+//! it, a new process of the job loading the new stage, an old launcher attaching to a new
+//! controller). Every layout from 3 on keeps four words of the [`Header`] where they are,
+//! whatever else changes (the *stable prefix*):
+//!
+//! | word | bytes  | holds |
+//! |------|--------|-------|
+//! | 0    | 0..8   | the magic number |
+//! | 1    | 8..16  | the oldest layout that can read the segment |
+//! | 6    | 48..56 | the layout that wrote it (0 in layout 3, which had no such word) |
+//! | 7    | 56..64 | refusals: processes that could not use the segment (low half), and the layout of the last one's stage (high half) |
+//!
+//! Word 1 held "the layout" up to layout 3, whose readers use a segment only when it holds
+//! their own number: so a writer puts there the oldest layout that still reads its segments
+//! correctly, and readers of layout 3 keep using every segment they can. A reader of layout
+//! `R` uses a segment when word 1 is at most `R` and the segment's layout is one it knows
+//! (at least [`OLDEST_READABLE`]); otherwise it touches nothing but word 7. A stage that
+//! cannot use its segment passes every call through and counts itself in word 7
+//! ([`Header::refuse`]); a controller reads word 7 whatever the layout, and reports it.
+//!
+//! The rule for every change of the layout (each one takes the next [`LAYOUT_VERSION`]):
+//! - *Compatible*: fields added where every older layout has bytes it leaves zero and never
+//!   reads: a new area after the last one (the file grows; the header has no free word
+//!   left). Older readers ignore it, so [`OLDEST_READER`] stays; a newer reader reads such
+//!   a field only from segments whose layout has it ([`Layout::version`]), and the
+//!   controller checks a file's length against the layout it declares.
+//! - *Incompatible*: anything that moves, resizes or changes the meaning of a field an
+//!   older reader uses: a counter added to [`Shard`], an operation added to [`Op`] (the
+//!   counters are indexed by it), more rules or pools, a bucket's fields, a configuration
+//!   item or rule key that older stages do not know (they refuse the whole text). Raise
+//!   [`OLDEST_READER`] to the new layout, and [`OLDEST_READABLE`] as far as the new code
+//!   no longer reads the old fields. Older stages then refuse the new segments (and say
+//!   so), and a newer controller leaves an older segment it cannot read at its last rates.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -30,7 +68,17 @@ pub const SHARDS: usize = 256;
 pub const CONFIG_LEN: usize = 60 * 1024;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICE\0\x01");
-const LAYOUT_VERSION: u64 = 3;
+/// The layout this build writes (see "Layouts and upgrades" above). Layout 4 added the
+/// header's words 6 and 7 to layout 3.
+pub const LAYOUT_VERSION: u64 = 4;
+/// The oldest layout that reads the segments this build writes correctly: layout 4 only
+/// added words that layout 3 leaves zero and never reads.
+pub const OLDEST_READER: u64 = 3;
+/// The oldest layout whose segments this build reads: layout 3 has every field this build
+/// uses, where this build uses it.
+pub const OLDEST_READABLE: u64 = 3;
+/// The first layout with the stable prefix: word 7 of older ones may be a field of theirs.
+const FIRST_STABLE: u64 = 3;
 /// Buckets of a latency histogram: bucket `b` counts latencies in `[2^(b-1), 2^b)`
 /// nanoseconds (bucket 0: under 1 ns), the last one everything from 2^30 ns (1.07 s) up.
 pub const LATENCY_BUCKETS: usize = 32;
@@ -38,9 +86,22 @@ pub const LATENCY_BUCKETS: usize = 32;
 /// Why a mapped segment cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SegmentError {
-    /// Not a sluice segment, or one written by another layout version.
-    #[error("not a sluice segment of layout version {LAYOUT_VERSION}")]
-    BadMagic,
+    /// Not a sluice segment (or one not yet initialised).
+    #[error("not a sluice segment")]
+    NotASegment,
+    /// A segment only readers of a later layout can read.
+    #[error(
+        "segment of layout {}, which needs a reader of layout {} or later; this is layout {LAYOUT_VERSION}",
+        .0.version,
+        .0.oldest_reader
+    )]
+    TooNew(Layout),
+    /// A segment of a layout older than any this build reads.
+    #[error(
+        "segment of layout {}, older than any this reads (layouts {OLDEST_READABLE} to {LAYOUT_VERSION})",
+        .0.version
+    )]
+    TooOld(Layout),
     /// The creator has not finished writing the configuration.
     #[error("segment is not initialised")]
     NotReady,
@@ -52,14 +113,125 @@ pub enum SegmentError {
     ConfigNotText,
 }
 
+/// The layout a segment declares in its stable prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The layout its writer used.
+    pub version: u64,
+    /// The oldest layout that can read it.
+    pub oldest_reader: u64,
+}
+
+/// The processes that could not use a segment, as they counted themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// Refusals so far: a process that could not use the segment at its start, or a
+    /// configuration published into it later, counts once for each.
+    pub count: u32,
+    /// The layout of the stage that refused last (0 when none did).
+    pub stage_layout: u32,
+}
+
+/// A segment's first cache line. Words 0, 1, 6 and 7 are the stable prefix every layout
+/// keeps (see "Layouts and upgrades"); words 2 to 5 are layout 3's and later ones'.
 #[repr(C, align(64))]
-struct Header {
+pub struct Header {
     magic: AtomicU64,
-    version: AtomicU64,
+    /// The oldest layout that can read the segment (up to layout 3: the layout).
+    oldest_reader: AtomicU64,
     /// Bumped after each configuration is written; its parity names the area in force.
     config_gen: AtomicU64,
     thread_seq: AtomicU64,
     config_len: [AtomicU64; 2],
+    /// The layout that wrote the segment; 0 in layout 3.
+    layout: AtomicU64,
+    /// Refusals (see [`Refusals`]).
+    refused: AtomicU32,
+    /// The layout of the stage that refused last.
+    refuser_layout: AtomicU32,
+}
+
+// The stable prefix stays where layout 3's readers and every later reader look for it.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<Header>() == Header::SIZE);
+    assert!(offset_of!(Header, magic) == 0 && offset_of!(Header, oldest_reader) == 8);
+    assert!(offset_of!(Header, config_gen) == 16 && offset_of!(Header, config_len) == 32);
+    assert!(offset_of!(Header, layout) == 48 && offset_of!(Header, refused) == 56);
+    assert!(offset_of!(Header, refuser_layout) == 60);
+};
+
+impl Header {
+    /// Bytes of the header: a reader that maps at least this much of a segment file can
+    /// read its layout and its refusals, whatever the layout.
+    pub const SIZE: usize = 64;
+
+    /// Views mapped memory as a segment's header.
+    ///
+    /// # Safety
+    /// `ptr` must point to at least [`Header::SIZE`] readable and writable bytes, aligned
+    /// to 64, that stay mapped for `'a`.
+    pub unsafe fn from_ptr<'a>(ptr: *const u8) -> &'a Header {
+        // SAFETY: the caller guarantees size, alignment and lifetime; every field is an
+        // atomic, valid for any bits.
+        unsafe { &*(ptr as *const Header) }
+    }
+
+    /// The layout the segment declares, if this build can read it.
+    pub fn layout(&self) -> Result<Layout, SegmentError> {
+        if self.magic.load(Ordering::Relaxed) != MAGIC {
+            return Err(SegmentError::NotASegment);
+        }
+        let oldest_reader = self.oldest_reader.load(Ordering::Relaxed);
+        let written = self.layout.load(Ordering::Relaxed);
+        // Before the stable prefix, word 1 was the layout and word 6 anything.
+        let version = if oldest_reader < FIRST_STABLE || written == 0 {
+            oldest_reader
+        } else {
+            written
+        };
+        let layout = Layout {
+            version,
+            oldest_reader,
+        };
+        if oldest_reader > LAYOUT_VERSION {
+            Err(SegmentError::TooNew(layout))
+        } else if version < OLDEST_READABLE {
+            Err(SegmentError::TooOld(layout))
+        } else {
+            Ok(layout)
+        }
+    }
+
+    /// Whether the segment has the stable prefix, so that word 7 holds its refusals.
+    fn has_stable_prefix(&self) -> bool {
+        self.magic.load(Ordering::Relaxed) == MAGIC
+            && self.oldest_reader.load(Ordering::Relaxed) >= FIRST_STABLE
+    }
+
+    /// The processes that could not use the segment; none for a file without the stable
+    /// prefix.
+    pub fn refusals(&self) -> Refusals {
+        if !self.has_stable_prefix() {
+            return Refusals::default();
+        }
+        Refusals {
+            count: self.refused.load(Ordering::Relaxed),
+            stage_layout: self.refuser_layout.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts one refusal by a process whose stage is of layout `stage_layout`, for the
+    /// controller to see; false (nothing written) when the file has no stable prefix.
+    pub fn refuse(&self, stage_layout: u64) -> bool {
+        if !self.has_stable_prefix() {
+            return false;
+        }
+        self.refuser_layout
+            .store(stage_layout.min(u32::MAX as u64) as u32, Ordering::Relaxed);
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        true
+    }
 }
 
 /// One configuration area, as words: the area a reader copies may be rewritten while it
@@ -270,7 +442,10 @@ impl Segment {
             self.buckets[*ch].set_limit(*l, now);
         }
         self.header.magic.store(MAGIC, Ordering::Relaxed);
-        self.header.version.store(LAYOUT_VERSION, Ordering::Relaxed);
+        self.header
+            .oldest_reader
+            .store(OLDEST_READER, Ordering::Relaxed);
+        self.header.layout.store(LAYOUT_VERSION, Ordering::Relaxed);
         self.publish(config)
     }
 
@@ -299,14 +474,15 @@ impl Segment {
         self.header.config_gen.load(Ordering::Relaxed)
     }
 
+    /// The segment's header: its layout and refusals.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
     /// The configuration text in force and its generation, once the segment is
-    /// initialised and of our layout.
+    /// initialised and of a layout this build reads.
     pub fn config(&self) -> Result<(String, u64), SegmentError> {
-        if self.header.magic.load(Ordering::Relaxed) != MAGIC
-            || self.header.version.load(Ordering::Relaxed) != LAYOUT_VERSION
-        {
-            return Err(SegmentError::BadMagic);
-        }
+        self.header.layout()?;
         loop {
             let generation = self.header.config_gen.load(Ordering::Acquire);
             if generation == 0 {
@@ -561,7 +737,7 @@ mod tests {
         let b = fresh();
         // SAFETY: zeroed, aligned, lives for the test.
         let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
-        assert_eq!(seg.config(), Err(SegmentError::BadMagic));
+        assert_eq!(seg.config(), Err(SegmentError::NotASegment));
         seg.init("job 1\n", &[(0, Limit::new(5, 1))], 0).unwrap();
         assert_eq!(seg.config().unwrap(), ("job 1\n".to_owned(), 1));
         assert_eq!(seg.bucket(0).limit(), Limit::new(5, 1));
@@ -638,6 +814,113 @@ mod tests {
             Err(SegmentError::ConfigTooLarge(CONFIG_LEN + 1))
         );
         assert_eq!(seg.config().unwrap().0, "job 1\n");
+    }
+
+    /// A segment this build writes is one a layout-3 reader accepts (the magic, and its
+    /// own number in word 1) and reads the same: the words layout 4 added were its padding.
+    #[test]
+    fn segments_of_this_layout_are_read_by_layout_3_readers() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        seg.init("job 1\n", &[], 0).unwrap();
+        let words = b.as_ptr() as *const u64;
+        // SAFETY: the header's words, in the zeroed allocation.
+        let word = |i| unsafe { *words.add(i) };
+        assert_eq!(
+            (word(0), word(1)),
+            (MAGIC, 3),
+            "what a layout-3 reader checks"
+        );
+        assert_eq!(word(6), LAYOUT_VERSION);
+        assert_eq!(
+            seg.header().layout(),
+            Ok(Layout {
+                version: LAYOUT_VERSION,
+                oldest_reader: 3
+            })
+        );
+    }
+
+    /// A segment written by layout 3 (word 6 never written) is read as layout 3, and its
+    /// refusals can be counted in what was its padding.
+    #[test]
+    fn a_layout_3_segment_is_read_as_layout_3() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        seg.init("job 1\n", &[], 0).unwrap();
+        seg.header.layout.store(0, Ordering::Relaxed);
+        let v3 = Layout {
+            version: 3,
+            oldest_reader: 3,
+        };
+        assert_eq!(seg.header().layout(), Ok(v3));
+        assert_eq!(seg.config().unwrap().0, "job 1\n");
+        assert!(seg.header().refuse(LAYOUT_VERSION));
+        assert_eq!(seg.header().refusals().count, 1);
+        assert_eq!(
+            seg.config().unwrap().0,
+            "job 1\n",
+            "a refusal changes nothing else"
+        );
+    }
+
+    /// A segment only a later reader can read is refused, whatever its other words hold,
+    /// and every refusal is counted with the refusing stage's layout.
+    #[test]
+    fn a_segment_that_needs_a_later_reader_is_refused_and_counts_refusals() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        seg.init("job 1\n", &[], 0).unwrap();
+        let future = Layout {
+            version: LAYOUT_VERSION + 3,
+            oldest_reader: LAYOUT_VERSION + 1,
+        };
+        seg.header.layout.store(future.version, Ordering::Relaxed);
+        seg.header
+            .oldest_reader
+            .store(future.oldest_reader, Ordering::Relaxed);
+        assert_eq!(seg.header().layout(), Err(SegmentError::TooNew(future)));
+        assert_eq!(seg.config(), Err(SegmentError::TooNew(future)));
+        assert_eq!(seg.header().refusals(), Refusals::default());
+        assert!(seg.header().refuse(4));
+        assert!(seg.header().refuse(5));
+        assert_eq!(
+            seg.header().refusals(),
+            Refusals {
+                count: 2,
+                stage_layout: 5
+            }
+        );
+        // A segment that still admits this build is read, whatever layout wrote it.
+        seg.header
+            .oldest_reader
+            .store(LAYOUT_VERSION, Ordering::Relaxed);
+        assert_eq!(seg.header().layout().unwrap().version, LAYOUT_VERSION + 3);
+    }
+
+    /// Layouts before the stable prefix are too old, and their word 7 (a field of theirs)
+    /// is neither read as refusals nor written; a file without the magic is not a segment.
+    #[test]
+    fn layouts_before_the_stable_prefix_are_too_old_and_left_alone() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        assert_eq!(seg.header().layout(), Err(SegmentError::NotASegment));
+        assert!(!seg.header().refuse(LAYOUT_VERSION));
+        seg.init("job 1\n", &[], 0).unwrap();
+        seg.header.oldest_reader.store(2, Ordering::Relaxed);
+        seg.header.refused.store(7, Ordering::Relaxed);
+        let v2 = Layout {
+            version: 2,
+            oldest_reader: 2,
+        };
+        assert_eq!(seg.header().layout(), Err(SegmentError::TooOld(v2)));
+        assert_eq!(seg.header().refusals(), Refusals::default());
+        assert!(!seg.header().refuse(LAYOUT_VERSION));
+        assert_eq!(seg.header.refused.load(Ordering::Relaxed), 7);
     }
 
     /// A rate change keeps the queue's order and drains the backlog at the new rate.
