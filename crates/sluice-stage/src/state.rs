@@ -3,7 +3,9 @@
 //!
 //! Until the constructor has finished, and whenever it could not set up (no segment named,
 //! a segment that does not map or does not parse), every hook passes straight through:
-//! the program runs unmanaged, and the log file says why.
+//! the program runs unmanaged, and the log file says why. A segment it cannot use (of a
+//! layout it does not read, too short, a configuration it does not know) is also told:
+//! the process counts itself in the segment's refusals, which its controller reports.
 //!
 //! A controller may replace the job's rules and pools while it runs: each call compares
 //! the segment's configuration generation with the one compiled (one relaxed load), and
@@ -20,7 +22,7 @@ use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
 use sluice_core::path::{Leaves, LetterSet, MountTable, PATH_MAX, PlaceIdx, mounts_of_types};
 use sluice_core::rule::Identity;
-use sluice_core::segment::Segment;
+use sluice_core::segment::{Header, LAYOUT_VERSION, Segment};
 
 use crate::hot::HOT;
 use crate::log::log;
@@ -154,11 +156,17 @@ impl State {
                             .store(Box::into_raw(Box::new(c)), Ordering::Release);
                         log!("configuration {generation} in force");
                     }
-                    Err(why) => log!("configuration {generation} ignored: {why}"),
+                    Err(why) => {
+                        self.segment.header().refuse(LAYOUT_VERSION);
+                        log!("configuration {generation} ignored, the rules in force kept: {why}");
+                    }
                 }
                 self.generation.store(generation, Ordering::Relaxed);
             }
-            Err(why) => log!("cannot read the new configuration: {why}"),
+            Err(why) => {
+                self.segment.header().refuse(LAYOUT_VERSION);
+                log!("cannot read the new configuration, the rules in force kept: {why}");
+            }
         }
         self.reloading.store(false, Ordering::Release);
     }
@@ -229,21 +237,66 @@ pub fn init() {
                 log!("a real v-variant of printf or scanf is missing: no fast path for them");
             }
         }
-        Err(why) => log!(
-            "cannot use segment {}: {why}; passing every call through",
-            path.to_string_lossy()
-        ),
+        Err(Refused { why, header }) => {
+            let counted = header.is_some_and(|h| h.refuse(LAYOUT_VERSION));
+            log!(
+                "cannot use segment {}: {why}; passing every call through{}",
+                path.to_string_lossy(),
+                if counted {
+                    " (counted in the segment's refusals, which its controller reports)"
+                } else {
+                    ""
+                }
+            );
+        }
     }
 }
 
-fn load(path: &CStr) -> Result<(State, String), String> {
+/// Why the stage cannot use its segment, and the segment's header when it is mapped, for
+/// the refusal to be counted there.
+struct Refused {
+    why: String,
+    header: Option<&'static Header>,
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Self {
+        Refused { why, header: None }
+    }
+}
+
+fn load(path: &CStr) -> Result<(State, String), Refused> {
     let fd = sys::open(path, libc::O_RDWR, 0).map_err(errno_text)? as i32;
+    let len = file_len(fd);
     let mapped = sys::map_shared(fd, Segment::SIZE);
     sys::close(fd);
     let ptr = mapped.map_err(errno_text)?;
-    // SAFETY: the kernel mapped SIZE bytes, page-aligned, for the life of the process;
-    // the segment file was created zeroed and is written only through `Segment`.
+    if len < Header::SIZE {
+        return Err(format!("the file is {len} bytes, too short for a segment").into());
+    }
+    // SAFETY: the kernel mapped SIZE bytes, page-aligned, for the life of the process,
+    // and the file holds at least the header's; only the header is read until the
+    // layout and the length are known.
+    let header = unsafe { Header::from_ptr(ptr) };
+    let refused = |why: String| Refused {
+        why,
+        header: Some(header),
+    };
+    let layout = header.layout().map_err(|e| refused(e.to_string()))?;
+    if len < Segment::SIZE {
+        return Err(refused(format!(
+            "the file is {len} bytes, a segment of layout {} needs {}",
+            layout.version,
+            Segment::SIZE
+        )));
+    }
+    // SAFETY: as above, and the file is as long as a segment of a layout this reads.
     let segment = unsafe { Segment::from_ptr(ptr) };
+    load_config(segment).map_err(refused)
+}
+
+/// The state for `segment`, a segment of a layout this build reads.
+fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
     let (text, generation) = segment.config().map_err(|e| e.to_string())?;
     let config = StageConfig::from_text(&text).map_err(|e| e.to_string())?;
     let identity = Identity {
@@ -279,12 +332,20 @@ fn load(path: &CStr) -> Result<(State, String), String> {
     Ok((
         state,
         format!(
-            "job '{}' with {} rule(s) and {} pool(s)",
+            "job '{}' with {} rule(s) and {} pool(s), segment of layout {}",
             config.job,
             config.rules.len(),
-            config.pools.len()
+            config.pools.len(),
+            segment.header().layout().map_or(0, |l| l.version)
         ),
     ))
+}
+
+/// The length of the file open on `fd` (0 when it cannot be told).
+fn file_len(fd: i32) -> usize {
+    // SAFETY: lseek on a descriptor the stage opened; the offset is not used afterwards.
+    let r = unsafe { libc::syscall(libc::SYS_lseek, fd, 0 as libc::off_t, libc::SEEK_END) };
+    usize::try_from(r).unwrap_or(0)
 }
 
 /// The places that have other places below them, as a mask.
