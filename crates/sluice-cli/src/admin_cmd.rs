@@ -5,6 +5,7 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 use sluice_control::admin::{jobs_json, pools_json, status_json};
+use sluice_control::cluster::SegmentNote;
 use sluice_control::proto::{
     Empty, JobSetRequest, NameRequest, PoolSetRequest, RuleChangeRequest, RuleStartRequest,
 };
@@ -192,6 +193,11 @@ impl JobsArgs {
                         "{:<16} {:<10} {:<12} {:>12.0} {:>12.0} {:>12.0}  {nodes}\n",
                         j.job, j.user, pool, s.allocation, s.rate, s.demand
                     );
+                }
+            }
+            for j in &reply.jobs {
+                for n in &j.segments {
+                    out += &format!("job {} on {}: {}\n", j.job, n.node, SegmentNote::from(n));
                 }
             }
             out

@@ -17,7 +17,7 @@ use crate::proto::admin_client::AdminClient;
 use crate::proto::admin_server::Admin;
 use crate::proto::{
     Empty, JobInfo, JobSetRequest, JobsReply, NameRequest, PoolListReply, PoolSetRequest,
-    RuleChangeRequest, RuleListReply, RuleStartRequest, StatusReply,
+    RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote, StatusReply,
 };
 use crate::transport::{ConnectOptions, Endpoint, check_bearer, connect, peer_cred};
 
@@ -203,6 +203,11 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
                 .into_iter()
                 .map(|(name, s)| (name, s.into()))
                 .collect(),
+            segments: j
+                .segments
+                .into_iter()
+                .map(|(node, n)| SegmentNote { node, ..n.into() })
+                .collect(),
         })
         .collect();
     JobsReply { jobs }
@@ -313,8 +318,9 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,limit,weight}}}]}`:
-/// what `sluice jobs --json` and `GET /api/v1/jobs` print.
+/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,limit,weight}},
+/// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
+/// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
     let jobs: Vec<serde_json::Value> = reply
         .jobs
@@ -329,8 +335,17 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                     (name.clone(), share)
                 })
                 .collect();
+            let segments: Vec<serde_json::Value> = j
+                .segments
+                .iter()
+                .map(|n| {
+                    serde_json::json!({"node": n.node, "layout": n.layout,
+                        "untouched": n.untouched, "refused": n.refused,
+                        "stage_layout": n.stage_layout})
+                })
+                .collect();
             serde_json::json!({"job": j.job, "user": j.user, "nodes": j.nodes,
-                "launchers": j.launchers, "pools": pools})
+                "launchers": j.launchers, "pools": pools, "segments": segments})
         })
         .collect();
     serde_json::json!({ "jobs": jobs })

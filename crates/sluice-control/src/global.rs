@@ -421,6 +421,7 @@ impl Global {
                 nodes: j.nodes,
                 launchers: j.launchers,
                 pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                segment: j.segment.as_ref().map(Into::into),
             })
             .collect();
         let latency = report

@@ -304,6 +304,7 @@ mod tests {
                     ..ShareView::default()
                 },
             )]),
+            segments: BTreeMap::new(),
         }
     }
 

@@ -6,10 +6,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use memmap2::MmapMut;
+use memmap2::{MmapMut, MmapOptions};
 use sluice_core::bucket::Limit;
 use sluice_core::config::StageConfig;
-use sluice_core::segment::{MAX_RULES, Segment};
+use sluice_core::segment::{Header, MAX_RULES, Segment};
 
 /// Where segments live: a tmpfs every process of the node sees.
 pub const SHM_DIR: &str = "/dev/shm";
@@ -70,18 +70,22 @@ impl SegmentFile {
         Ok(seg)
     }
 
-    /// Maps an existing segment (a restarted controller adopting its jobs); it is kept
-    /// when dropped.
+    /// Maps an existing segment (a restarted controller adopting its jobs, a launcher
+    /// the segment it was handed); it is kept when dropped. A segment of a layout this
+    /// build does not read is an error that downcasts to
+    /// [`SegmentError`](sluice_core::segment::SegmentError) (see
+    /// [`HeaderFile`] for what can still be read of it).
     pub fn open(path: PathBuf) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open the segment {}", path.display()))?;
+        let file = open_rw(&path)?;
+        let header = HeaderFile::map(&path, &file)?;
+        header
+            .header()
+            .layout()
+            .with_context(|| path.display().to_string())?;
         let len = file.metadata()?.len();
-        if len != Segment::SIZE as u64 {
+        if len < Segment::SIZE as u64 {
             bail!(
-                "{} is {len} bytes, not a segment of this version ({} bytes)",
+                "{} is {len} bytes, shorter than a segment ({} bytes)",
                 path.display(),
                 Segment::SIZE
             );
@@ -143,6 +147,47 @@ impl SegmentFile {
             )
         };
     }
+}
+
+/// The header of a segment file, whatever the segment's layout: enough to tell its layout
+/// and its refusals, and to leave the rest untouched (a segment of a layout this build
+/// does not read, whose job runs on at the rates last written).
+pub struct HeaderFile {
+    map: MmapMut,
+}
+
+impl HeaderFile {
+    /// Maps the header of the segment file at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::map(path, &open_rw(path)?)
+    }
+
+    fn map(path: &Path, file: &File) -> Result<Self> {
+        let len = file.metadata()?.len();
+        if len < Header::SIZE as u64 {
+            bail!("{} is {len} bytes, not a segment", path.display());
+        }
+        // SAFETY: the file holds at least the header's bytes; others change them only
+        // through atomics.
+        let map = unsafe { MmapOptions::new().len(Header::SIZE).map_mut(file) }
+            .with_context(|| format!("cannot map {}", path.display()))?;
+        Ok(HeaderFile { map })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        // SAFETY: the mapping is page-aligned, Header::SIZE bytes long and lives as long
+        // as self.
+        unsafe { Header::from_ptr(self.map.as_ptr()) }
+    }
+}
+
+fn open_rw(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open the segment {}", path.display()))
 }
 
 impl Drop for SegmentFile {

@@ -205,6 +205,72 @@ pub struct NodeJob {
     pub launchers: u32,
     /// Observations by pool name; a pool not listed keeps its previous observation.
     pub pools: BTreeMap<String, ChannelObs>,
+    /// The job's segment on the node, when it is worth an administrator's eye.
+    #[serde(default)]
+    pub segment: Option<SegmentNote>,
+}
+
+/// A job's segment on one node, reported when it is not of its controller's layout, when
+/// its controller cannot read it, or when processes of the job could not use it (see
+/// `sluice_core::segment`, "Layouts and upgrades").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentNote {
+    /// The layout that wrote the segment.
+    pub layout: u64,
+    /// The controller cannot read it: the job runs on at the rates last written.
+    pub untouched: bool,
+    /// Refusals the job's processes counted: each process that could not use the segment
+    /// passes its calls through, unthrottled; one that could not use a configuration
+    /// published later keeps the rules it had.
+    pub refused: u32,
+    /// The layout of the stage that refused last.
+    pub stage_layout: u32,
+}
+
+impl std::fmt::Display for SegmentNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "segment of layout {}", self.layout)?;
+        if self.untouched {
+            write!(
+                f,
+                ", which this controller cannot read: left at its last rates"
+            )?;
+        } else if self.layout != sluice_core::segment::LAYOUT_VERSION {
+            write!(f, ", read by this controller")?;
+        }
+        if self.refused > 0 {
+            write!(
+                f,
+                "; {} refusal(s) by the job's processes (stage of layout {}): their calls \
+                 pass through",
+                self.refused, self.stage_layout
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl From<SegmentNote> for crate::proto::SegmentNote {
+    fn from(n: SegmentNote) -> Self {
+        crate::proto::SegmentNote {
+            layout: n.layout,
+            untouched: n.untouched,
+            refused: n.refused,
+            stage_layout: n.stage_layout,
+            node: String::new(),
+        }
+    }
+}
+
+impl From<&crate::proto::SegmentNote> for SegmentNote {
+    fn from(n: &crate::proto::SegmentNote) -> Self {
+        SegmentNote {
+            layout: n.layout,
+            untouched: n.untouched,
+            refused: n.refused,
+            stage_layout: n.stage_layout,
+        }
+    }
 }
 
 /// The administrator's setting for a job, in one pool or in every pool.
@@ -383,6 +449,7 @@ struct Placement {
     user: String,
     nodes: u32,
     launchers: u32,
+    segment: Option<SegmentNote>,
     pools: PoolMap<ChannelObs>,
     /// By pool: the rates last pushed, which the node enforces.
     pushed: PoolMap<f64>,

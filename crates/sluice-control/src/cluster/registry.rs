@@ -164,6 +164,7 @@ impl Cluster {
             placement.user = report.user;
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
+            placement.segment = report.segment;
             for (pool, obs) in report.pools {
                 placement.pools.insert(intern(pools, pool), sanitize(obs));
             }

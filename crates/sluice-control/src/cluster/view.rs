@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Cluster;
+use super::{Cluster, SegmentNote};
 
 /// One job in one pool, as of the last compute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -40,6 +40,8 @@ pub struct JobView {
     pub launchers: u32,
     /// By pool: its share, for the pools of the last compute it took part in.
     pub pools: BTreeMap<String, ShareView>,
+    /// By node: its segment there, where it is worth an administrator's eye.
+    pub segments: BTreeMap<String, SegmentNote>,
 }
 
 /// One pool, as of the last compute.
@@ -91,12 +93,16 @@ impl Cluster {
                     nodes: Vec::new(),
                     launchers: 0,
                     pools: self.shares_of(job),
+                    segments: BTreeMap::new(),
                 });
                 if view.user.is_empty() {
                     view.user.clone_from(&placement.user);
                 }
                 view.nodes.push(node.clone());
                 view.launchers = view.launchers.saturating_add(placement.launchers);
+                if let Some(note) = placement.segment {
+                    view.segments.insert(node.clone(), note);
+                }
             }
         }
         jobs.into_values().collect()

@@ -47,6 +47,7 @@ fn holds(sent: &NodeJob, now: &NodeJob) -> bool {
     sent.user == now.user
         && sent.nodes == now.nodes
         && sent.launchers == now.launchers
+        && sent.segment == now.segment
         && sent.pools.len() == now.pools.len()
         && sent
             .pools
@@ -84,6 +85,7 @@ mod tests {
             nodes: 1,
             launchers,
             pools: BTreeMap::from([("md".to_owned(), obs)]),
+            segment: None,
         }
     }
 
@@ -113,6 +115,22 @@ mod tests {
         assert_eq!(kept(&mut d, vec![job("a", 0.5, 1)], false), ["a"]);
         assert_eq!(kept(&mut d, vec![job("a", 0.5, 2)], false), ["a"]);
         assert_eq!(kept(&mut d, vec![job("a", 0.5, 2)], true), ["a"]);
+    }
+
+    /// A refusal counted in a job's segment reaches the global (and `sluice jobs`) at the
+    /// next report, though the job's rates hold.
+    #[test]
+    fn a_job_whose_segment_note_changed_is_sent() {
+        let mut d = Deltas::default();
+        kept(&mut d, vec![job("a", 10.0, 1)], false);
+        let mut refused = job("a", 10.0, 1);
+        refused.segment = Some(crate::cluster::SegmentNote {
+            layout: 4,
+            refused: 1,
+            ..Default::default()
+        });
+        assert_eq!(kept(&mut d, vec![refused.clone()], false), ["a"]);
+        assert!(kept(&mut d, vec![refused], false).is_empty());
     }
 
     #[test]

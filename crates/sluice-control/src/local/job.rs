@@ -1,6 +1,11 @@
 //! One job on this node: its segment, the rules and pools written into it (each in a slot
 //! that stays its own while it lives, so its counters survive other changes), its
 //! launchers, and what it was last observed doing.
+//!
+//! A job adopted after a restart may have a segment of another layout than this build's
+//! (an upgrade, or a downgrade, with jobs running): one of a layout this build reads is
+//! controlled as any other; one it cannot read is left untouched at the rates last
+//! written, its header only read, for the refusals its processes count there.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,10 +16,10 @@ use sluice_core::bucket::Limit;
 use sluice_core::config::{Slotted, StageConfig};
 use sluice_core::observe::{Snapshot, Watched};
 use sluice_core::rule::{Rule, Unit, parse_rule};
-use sluice_core::segment::{Latency, MAX_POOLS, MAX_RULES};
+use sluice_core::segment::{Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError};
 
-use crate::cluster::ChannelObs;
-use crate::segment_file::{SegmentFile, monotonic_ns, rule_limit};
+use crate::cluster::{ChannelObs, SegmentNote};
+use crate::segment_file::{HeaderFile, SegmentFile, monotonic_ns, rule_limit};
 
 /// What a job's record in the state directory holds: enough to adopt its segment after a
 /// restart of the local controller.
@@ -84,7 +89,11 @@ pub struct LocalJob {
     /// What is kept in the state directory.
     pub record: JobRecord,
     /// The job's segment.
-    pub segment: SegmentFile,
+    segment: JobSegment,
+    /// The layout that wrote the segment.
+    layout: u64,
+    /// The refusals already logged.
+    refusals_logged: u32,
     /// Launchers connected now.
     pub connected: u32,
     /// The channels observed, what each is, and the last snapshot of them (taken when
@@ -94,6 +103,24 @@ pub struct LocalJob {
     last: Snapshot,
     /// The share of each pool last written, by pool name.
     pub pool_rates: BTreeMap<String, f64>,
+}
+
+/// A job's segment as this controller holds it.
+enum JobSegment {
+    /// Of a layout this build reads: observed, and its rates written.
+    Controlled(SegmentFile),
+    /// Of a layout it cannot read (or otherwise unusable, for the reason held): left as
+    /// it is, at the rates last written; only its header is read.
+    Untouched(HeaderFile, String),
+}
+
+impl JobSegment {
+    fn header(&self) -> &Header {
+        match self {
+            JobSegment::Controlled(s) => s.segment().header(),
+            JobSegment::Untouched(h, _) => h.header(),
+        }
+    }
 }
 
 /// What a watched channel is, for reporting.
@@ -170,21 +197,61 @@ impl LocalJob {
         Ok(Self::with(record, segment, &config))
     }
 
-    /// Adopts the segment of a job recorded before a restart.
+    /// Adopts the segment of a job recorded before a restart: controlled when this build
+    /// reads its layout, untouched (at the rates last written) when it does not. The
+    /// pools keep the rates last written until the first ones are computed.
     pub fn adopt(record: JobRecord) -> Result<LocalJob> {
-        let segment = SegmentFile::open(record.segment.clone())?;
+        let segment = match SegmentFile::open(record.segment.clone()) {
+            Ok(segment) => segment,
+            // A file this build cannot use is still the job's: its processes run on it.
+            Err(e) => {
+                let Ok(header) = HeaderFile::open(&record.segment) else {
+                    return Err(e);
+                };
+                let layout = match header.header().layout() {
+                    Ok(l) | Err(SegmentError::TooNew(l) | SegmentError::TooOld(l)) => l.version,
+                    Err(_) => 0,
+                };
+                return Ok(LocalJob {
+                    record,
+                    refusals_logged: header.header().refusals().count,
+                    segment: JobSegment::Untouched(header, format!("{e:#}")),
+                    layout,
+                    connected: 0,
+                    watched: Vec::new(),
+                    channels: Vec::new(),
+                    last: Snapshot::default(),
+                    pool_rates: BTreeMap::new(),
+                });
+            }
+        };
         let (text, _) = segment.segment().config()?;
         let config = StageConfig::from_text(&text)?;
-        Ok(Self::with(record, segment, &config))
+        let mut job = Self::with(record, segment, &config);
+        job.refusals_logged = job.segment.header().refusals().count;
+        if let JobSegment::Controlled(segment) = &job.segment {
+            for p in &config.pools {
+                let limit = segment
+                    .segment()
+                    .bucket(MAX_RULES + p.slot as usize)
+                    .limit();
+                let name = p.rule.name.clone().unwrap_or_default();
+                job.pool_rates.insert(name, limit.per_sec as f64);
+            }
+        }
+        Ok(job)
     }
 
     fn with(record: JobRecord, mut segment: SegmentFile, config: &StageConfig) -> LocalJob {
         segment.remove_on_drop(false);
         let (channels, watched) = watched(config);
+        let layout = segment.segment().header().layout().map_or(0, |l| l.version);
         LocalJob {
             last: snapshot(&segment, &watched),
             record,
-            segment,
+            segment: JobSegment::Controlled(segment),
+            layout,
+            refusals_logged: 0,
             connected: 0,
             watched,
             channels,
@@ -192,27 +259,58 @@ impl LocalJob {
         }
     }
 
+    /// Why this controller leaves the job's segment untouched, if it does.
+    pub fn untouched(&self) -> Option<&str> {
+        match &self.segment {
+            JobSegment::Controlled(_) => None,
+            JobSegment::Untouched(_, why) => Some(why),
+        }
+    }
+
+    /// The layout that wrote the job's segment.
+    pub fn layout(&self) -> u64 {
+        self.layout
+    }
+
+    /// What `sluice jobs` shows of the job's segment: nothing when it is of this build's
+    /// layout and no process refused it.
+    pub fn segment_note(&self) -> Option<SegmentNote> {
+        let refusals = self.segment.header().refusals();
+        let untouched = matches!(self.segment, JobSegment::Untouched(..));
+        (untouched || self.layout != LAYOUT_VERSION || refusals.count > 0).then_some(SegmentNote {
+            layout: self.layout,
+            untouched,
+            refused: refusals.count,
+            stage_layout: refusals.stage_layout,
+        })
+    }
+
     /// Observes the channels `config` names from now on.
     fn watch(&mut self, config: &StageConfig) {
         (self.channels, self.watched) = watched(config);
-        self.last = snapshot(&self.segment, &self.watched);
+        if let JobSegment::Controlled(segment) = &self.segment {
+            self.last = snapshot(segment, &self.watched);
+        }
     }
 
     /// Puts a new policy in force: rewrites the configuration when it changed, sets the
-    /// rules' limits, and starts new pools at their floor.
+    /// rules' limits, and starts new pools at their floor. An untouched segment stays as
+    /// it is.
     pub fn apply_policy(&mut self, policy: &Policy) -> Result<()> {
+        let JobSegment::Controlled(segment_file) = &self.segment else {
+            return Ok(());
+        };
         let config = Self::stage_config(&mut self.record, policy)?;
-        let segment = self.segment.segment();
+        let segment = segment_file.segment();
         let text = config.to_text();
         let changed = segment.config().map(|(t, _)| t != text).unwrap_or(true);
         for s in &config.rules {
-            self.segment.set_limit(s.slot as usize, rule_limit(&s.rule));
+            segment_file.set_limit(s.slot as usize, rule_limit(&s.rule));
         }
         for s in &config.pools {
             let name = s.rule.name.clone().unwrap_or_default();
             if !self.pool_rates.contains_key(&name) {
-                self.segment
-                    .set_limit(MAX_RULES + s.slot as usize, start_limit(&s.rule));
+                segment_file.set_limit(MAX_RULES + s.slot as usize, start_limit(&s.rule));
             }
         }
         let names: Vec<String> = config
@@ -228,23 +326,31 @@ impl LocalJob {
         Ok(())
     }
 
-    /// Writes this node's share of `pool` into the job's bucket for it.
+    /// Writes this node's share of `pool` into the job's bucket for it (not into an
+    /// untouched segment).
     pub fn set_pool_rate(&mut self, pool: &str, rate: f64) {
-        let Some(&slot) = self.record.pool_slots.get(pool) else {
+        let (JobSegment::Controlled(segment), Some(&slot)) =
+            (&self.segment, self.record.pool_slots.get(pool))
+        else {
             return;
         };
         // A zero rate would hold every call: the floor of one call (or byte) per second
         // keeps an application moving while the controller thinks again.
         let per_sec = (rate.max(1.0)).round() as u64;
         let limit = Limit::new(per_sec, (per_sec / 100).max(1));
-        self.segment.set_limit(MAX_RULES + slot as usize, limit);
+        segment.set_limit(MAX_RULES + slot as usize, limit);
         self.pool_rates.insert(pool.to_owned(), rate);
     }
 
     /// What the job did since the last call, per pool and per rule, per second, and the
-    /// latencies its pools sampled (the first time, since it was attached).
+    /// latencies its pools sampled (the first time, since it was attached); nothing of
+    /// an untouched segment. Logs the refusals its processes counted since the last call.
     pub fn observe(&mut self) -> JobObs {
-        let now = snapshot(&self.segment, &self.watched);
+        self.log_refusals();
+        let JobSegment::Controlled(segment) = &self.segment else {
+            return JobObs::default();
+        };
+        let now = snapshot(segment, &self.watched);
         let prev = std::mem::replace(&mut self.last, now);
         let now = &self.last;
         let rates = now.rates_since(&prev, &self.watched);
@@ -263,6 +369,26 @@ impl LocalJob {
             }
         }
         seen
+    }
+
+    /// Logs the refusals counted in the segment since they were last logged.
+    fn log_refusals(&mut self) {
+        let refusals = self.segment.header().refusals();
+        let new = refusals.count.wrapping_sub(self.refusals_logged);
+        if new == 0 {
+            return;
+        }
+        self.refusals_logged = refusals.count;
+        tracing::warn!(
+            job = %self.record.job,
+            "{new} process(es) of the job could not use its segment (layout {}) or a \
+             configuration published into it; the stage of the last one is of layout {}: \
+             those that started so pass every call through, unthrottled, those that were \
+             running keep the rules they had; install the stage library of this release \
+             on the node (their stage log says why)",
+            self.layout,
+            refusals.stage_layout
+        );
     }
 }
 

@@ -26,7 +26,7 @@ pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
 pub use uplink::run_uplink;
 
-use sluice_core::segment::Latency;
+use sluice_core::segment::{LAYOUT_VERSION, Latency};
 
 use crate::cluster::{ChannelObs, NodeJob};
 use crate::coordinator::Coordinator;
@@ -124,7 +124,7 @@ impl Local {
                     if let Err(e) = job.apply_policy(&local.policy) {
                         tracing::warn!(job = %id, "adopted job keeps its rules: {e:#}");
                     }
-                    tracing::info!(job = %id, "adopted");
+                    log_adopted(&id, &job);
                     local.jobs.insert(id, job);
                 }
                 Err(e) => {
@@ -243,6 +243,7 @@ impl Local {
                 nodes: job.record.nodes,
                 launchers: job.connected.max(job.record.launchers.len() as u32),
                 pools: seen.pools,
+                segment: job.segment_note(),
             });
             rules.insert(id.clone(), seen.rules);
         }
@@ -315,6 +316,27 @@ impl Local {
     }
 }
 
+/// Says what was done with an adopted job's segment.
+fn log_adopted(id: &str, job: &LocalJob) {
+    let layout = job.layout();
+    if let Some(why) = job.untouched() {
+        tracing::warn!(
+            job = %id,
+            "adopted, its segment left untouched at the rates last written ({why}): the job \
+             runs on uncontrolled until it ends; a controller of the release that wrote the \
+             segment would control it"
+        );
+    } else if layout != LAYOUT_VERSION {
+        tracing::info!(
+            job = %id,
+            "adopted, its segment of layout {layout} (an earlier release's) read and \
+             controlled as written; this release writes layout {LAYOUT_VERSION}"
+        );
+    } else {
+        tracing::info!(job = %id, "adopted");
+    }
+}
+
 /// Whether process `pid` still exists.
 fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists and may be signalled.
@@ -340,6 +362,7 @@ pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> p
                 nodes: j.nodes,
                 launchers: j.launchers,
                 pools: obs(j.pools),
+                segment: j.segment.map(Into::into),
             })
             .collect(),
         ended: o.ended,
