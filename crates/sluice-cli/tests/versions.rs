@@ -1,6 +1,7 @@
 //! Segments of another layout than this build's, with jobs running: a stage that cannot
-//! use its segment passes through and says so, and a local leaves a segment it cannot
-//! read untouched and says so (docs/deploy.md, "Upgrading").
+//! use its segment passes through and says so, a local leaves a segment it cannot read
+//! untouched and says so, and a local of this release replaces the previous release's
+//! under a running job without letting it go (docs/deploy.md, "Upgrading").
 
 mod common;
 
@@ -8,18 +9,26 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::daemons::{Local, call_times, daemon_dir, monotonic_ns, rate_between, wait_for};
-use common::{Scratch, c_prog, log_file, path_str, shm_dir, stage_lib, tmp_dir};
+use common::daemons::{
+    Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, wait_for,
+};
+use common::{Scratch, bin_dir, c_prog, log_file, path_str, shm_dir, stage_lib, tmp_dir};
 use serde_json::Value;
 use sluice_control::segment_file::{HeaderFile, SegmentFile};
 use sluice_core::config::StageConfig;
 use sluice_core::rule::parse_rule;
 use sluice_core::segment::{LAYOUT_VERSION, Refusals};
 
-/// The tests measure rates.
+/// The tests measure rates; the upgrade test builds the previous release first.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+const SEC: u64 = 1_000_000_000;
+
+/// The release before segments were versioned: its segments are of layout 3, and its
+/// stage uses only segments whose word 1 says 3.
+const PREVIOUS_RELEASE: &str = "b068009";
 
 /// Makes the segment at `path` one that only readers of a later layout can read, as a
 /// later release would write it: its stable prefix says layout `LAYOUT_VERSION + 1`,
@@ -244,5 +253,193 @@ fn a_local_leaves_a_segment_it_cannot_read_untouched_and_reports_refusals() {
     assert!(
         wait_for(Duration::from_secs(5), || !segment.exists()),
         "the untouched job's segment outlived the job"
+    );
+}
+
+/// The `sluice` binary and stage library of commit `commit` of this repository, built
+/// once and kept under target/old-release/COMMIT. The build seeds its target directory
+/// with the workspace's compiled registry crates (the same versions, so they stay fresh)
+/// and compiles only sluice's own crates.
+fn release(commit: &str) -> PathBuf {
+    let ws = common::workspace();
+    let target = bin_dir().parent().expect("target dir").to_owned();
+    let kept = target.join("old-release").join(commit);
+    let files = ["sluice", "libsluice_stage.so"];
+    if files.iter().all(|f| kept.join(f).is_file()) {
+        return kept;
+    }
+    let started = Instant::now();
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    let build = tempfile::Builder::new()
+        .prefix(".build-")
+        .tempdir_in(kept.parent().unwrap())
+        .expect("build dir");
+    let src = build.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let mut archive = Command::new("git")
+        .arg("-C")
+        .arg(&ws)
+        .args(["archive", "--format=tar", commit])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("git");
+    let untar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(&src)
+        .stdin(archive.stdout.take().expect("git's output"))
+        .status()
+        .expect("tar");
+    let archived = archive.wait().expect("git archive");
+    assert!(
+        archived.success() && untar.success(),
+        "cannot extract commit {commit} of {}: the upgrade test builds it, the release \
+         before versioned segments; a shallow clone lacks it (git fetch --unshallow)",
+        ws.display()
+    );
+    let seeded = src.join("target/release");
+    std::fs::create_dir_all(&seeded).unwrap();
+    for part in ["deps", "build", ".fingerprint"] {
+        let from = target.join("release").join(part);
+        let ok = Command::new("cp")
+            .arg("-a")
+            .arg(&from)
+            .arg(&seeded)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "cannot copy {}", from.display());
+        // sluice's own crates are built from the old source, never taken from ours.
+        for entry in std::fs::read_dir(seeded.join(part)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("sluice") || name.starts_with("libsluice") {
+                let p = entry.path();
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+        }
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let o = Command::new(cargo)
+        .args(["build", "--release", "--offline", "--locked"])
+        .args(["-p", "sluice", "-p", "sluice-stage"])
+        .current_dir(&src)
+        .env("CARGO_TARGET_DIR", src.join("target"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("cargo");
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "cannot build commit {commit}: {log}");
+    let staged = build.path().join("bins");
+    std::fs::create_dir(&staged).unwrap();
+    for f in files {
+        std::fs::copy(seeded.join(f), staged.join(f)).expect("copy a built file");
+    }
+    std::fs::rename(&staged, &kept).expect("keep the build");
+    eprintln!(
+        "built release {commit} in {:.0} s, {} crates compiled",
+        started.elapsed().as_secs_f64(),
+        log.matches("Compiling ").count()
+    );
+    kept
+}
+
+/// The upgrade of a node with a job running: the previous release's local runs a job
+/// (the previous release's `sluice run` and stage) under a pool; the local is killed
+/// and this release's started in its place, on the same socket and state directory. It
+/// adopts the job's segment of layout 3, says so, and keeps the job at its rate; the
+/// pool's one-second bound holds throughout. A launcher and stage of the previous release
+/// attached to the new local are held by the new segment, which they read.
+#[test]
+fn a_local_replaced_by_this_release_keeps_the_previous_releases_job_at_its_rate() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let old = release(PREVIOUS_RELEASE);
+    let dir = daemon_dir();
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+                  capacity = \"2k/s\"\nalgorithm = \"psfa\"\n";
+    let mut local = Local::start_from(&old, dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let out = tmp_dir();
+    let start = monotonic_ns();
+    let mut job = local.job_from(
+        &old,
+        "A",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out.path()), "7000"],
+    );
+    std::thread::sleep(Duration::from_millis(3000));
+    let swapped = monotonic_ns();
+    local.restart_from(&bin_dir());
+    let ready = monotonic_ns();
+    let log = std::fs::read_to_string(dir.path().join("local.log2")).unwrap();
+    assert!(
+        log.contains("its segment of layout 3 (an earlier release's) read and controlled"),
+        "the new local does not say what it did with the old segment: {log}"
+    );
+    assert!(
+        wait_for(Duration::from_secs(3), || {
+            let note = segment_notes(&local, "A");
+            note.len() == 1 && note[0]["layout"] == 3 && note[0]["untouched"] == false
+        }),
+        "the adopted segment of layout 3 is not reported: {}",
+        local.jobs()
+    );
+    let status = job.wait().unwrap();
+    assert!(status.success(), "the job failed: {status}");
+    let times = call_times(out.path());
+    let before = rate_between(&times, start + 1500 * SEC / 1000, swapped);
+    // From the swap on: the adopted pool keeps the rate last written until the new local
+    // computes its own.
+    let after = rate_between(&times, swapped, start + 6900 * SEC / 1000);
+    eprintln!(
+        "previous release's local {before:.0}/s, this release's from the swap on {after:.0}/s \
+         (ready {:.0} ms after the swap)",
+        (ready - swapped) as f64 / 1e6
+    );
+    for (what, got) in [("before", before), ("after", after)] {
+        assert!(
+            (got - 2000.0).abs() <= 100.0,
+            "{what} the upgrade: {got:.0}/s, expected the pool's 2000/s"
+        );
+    }
+    let settled = start + 1500 * SEC / 1000;
+    assert_pool_held(&times, settled, 2000, 1);
+
+    let out = tmp_dir();
+    let stats = tmp_dir();
+    let stats_file = stats.path().join("stats.json");
+    let start = monotonic_ns();
+    let mut old_launcher = Command::new(old.join("sluice"))
+        .env("SLUICE_STAGE", old.join("libsluice_stage.so"))
+        .args(["run", "--socket"])
+        .arg(&local.socket)
+        .args(["--job", "B", "--mount", &s.file, "--stats"])
+        .arg(&stats_file)
+        .args(["--", &rate, "one", &s.file, &path_str(out.path()), "2500"])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the previous release's sluice run");
+    let status = old_launcher.wait().unwrap();
+    assert!(
+        status.success(),
+        "the previous release's job failed: {status}"
+    );
+    let times = call_times(out.path());
+    let calls: Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).expect("stats JSON");
+    assert_eq!(
+        calls["ops"]["getattr"]["calls"].as_u64(),
+        Some(times.len() as u64),
+        "the previous release's stage does not count on this release's segment: {calls}"
+    );
+    let held = rate_between(&times, start + 1500 * SEC / 1000, start + 2400 * SEC / 1000);
+    assert!(
+        held <= 2100.0,
+        "the previous release's stage is not held by this release's segment: {held:.0}/s"
     );
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::{path_str, sluice_bin, stage_lib, tmp_dir};
+use super::{bin_dir, path_str, sluice_bin, tmp_dir};
 
 /// CLOCK_MONOTONIC, the clock the stage and the C programs record.
 pub fn monotonic_ns() -> u64 {
@@ -28,18 +28,25 @@ impl Daemon {
     /// Starts `sluice ARGS…`, optionally inside network namespace `netns`, logging to
     /// `log`.
     pub fn start(netns: Option<&str>, args: &[String], log: PathBuf) -> Daemon {
+        Self::start_from(&bin_dir(), netns, args, log)
+    }
+
+    /// [`Daemon::start`] with the `sluice` and stage library of directory `bins` (another
+    /// release's).
+    pub fn start_from(bins: &Path, netns: Option<&str>, args: &[String], log: PathBuf) -> Daemon {
+        let sluice = bins.join("sluice");
         let mut c = match netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(sluice_bin());
+                c.args(["netns", "exec", ns]).arg(sluice);
                 c
             }
-            None => Command::new(sluice_bin()),
+            None => Command::new(sluice),
         };
         let err = std::fs::File::create(&log).expect("daemon log");
         let child = c
             .args(args)
-            .env("SLUICE_STAGE", stage_lib())
+            .env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
             .env("SLUICE_LOG_LEVEL", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -91,6 +98,17 @@ impl Local {
     /// `sluice local` in `dir` (created by the caller) with the config text `config` and
     /// extra arguments; waits until it answers.
     pub fn start(dir: &Path, config: &str, extra: &[&str], netns: Option<&str>) -> Local {
+        Self::start_from(&bin_dir(), dir, config, extra, netns)
+    }
+
+    /// [`Local::start`] with the `sluice` of directory `bins` (another release's).
+    pub fn start_from(
+        bins: &Path,
+        dir: &Path,
+        config: &str,
+        extra: &[&str],
+        netns: Option<&str>,
+    ) -> Local {
         std::fs::write(dir.join("local.toml"), config).expect("config");
         let socket = dir.join("local.sock");
         let shm = super::shm_dir();
@@ -113,7 +131,7 @@ impl Local {
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut local = Local {
-            daemon: Daemon::start(netns, &args, dir.join("local.log")),
+            daemon: Daemon::start_from(bins, netns, &args, dir.join("local.log")),
             socket,
             dir: dir.to_owned(),
             args,
@@ -140,8 +158,15 @@ impl Local {
 
     /// Starts it again, same socket, state and config (after [`Daemon::kill9`]).
     pub fn restart(&mut self) {
+        self.restart_from(&bin_dir());
+    }
+
+    /// Kills it (SIGKILL) and starts the `sluice` of directory `bins` (another release's)
+    /// in its place, same socket, state and config, logging to `local.log2`.
+    pub fn restart_from(&mut self, bins: &Path) {
         self.daemon.kill9();
-        self.daemon = Daemon::start(
+        self.daemon = Daemon::start_from(
+            bins,
             self.netns.as_deref(),
             &self.args,
             self.dir.join("local.log2"),
@@ -184,8 +209,14 @@ impl Local {
 
     /// `sluice run --socket SOCKET --job JOB [extra…] -- CMD…`, started.
     pub fn job(&self, job: &str, extra: &[&str], cmd: &[&str]) -> Child {
-        Command::new(sluice_bin())
-            .env("SLUICE_STAGE", stage_lib())
+        self.job_from(&bin_dir(), job, extra, cmd)
+    }
+
+    /// [`Local::job`] with the `sluice` and stage library of directory `bins` (another
+    /// release's).
+    pub fn job_from(&self, bins: &Path, job: &str, extra: &[&str], cmd: &[&str]) -> Child {
+        Command::new(bins.join("sluice"))
+            .env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
             .args(["run", "--socket"])
             .arg(&self.socket)
             .args(["--job", job])
