@@ -1,5 +1,6 @@
 //! `sluice local` and `sluice global`: the two daemons of the control plane.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,6 +26,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a terminal: not in the journal, nor in a file.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
