@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
-# made caller of vfork, memfd and large reads), Prometheus, tmux, Slurm with munge, and
-# Chromium. The conformance suites install their own.
+# made caller of vfork, memfd and large reads), openssl, Prometheus, tmux, Slurm with
+# munge, and Chromium. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
 [[ -x /usr/bin/python3 ]] || missing+=(python3)
+# The link tests make their certificates with openssl, as docs/deploy.md shows.
+command -v openssl >/dev/null || missing+=(openssl)
 # A real Prometheus scrapes the global's /metrics (tests/metrics.rs).
 command -v prometheus >/dev/null || missing+=(prometheus)
 # `sluice top` is tested in a real terminal (tests/top.rs).

@@ -64,6 +64,7 @@ impl ServerArgs {
             connect_timeout: Duration::from_secs(5),
             token,
             ca_file: self.ca.clone(),
+            identity: None,
         };
         let channel = connect(&endpoint, &options)
             .await

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use sluice_control::config::parse_duration;
 use sluice_control::daemon::{GlobalOptions, LocalOptions, run_global, run_local};
 use sluice_control::segment_file::SHM_DIR;
+use sluice_control::tls::ClientIdentity;
 use sluice_control::transport::{ConnectOptions, Endpoint, read_token_file};
 
 use crate::Usage;
@@ -73,12 +74,20 @@ pub struct LocalArgs {
     /// Where segments are created (a tmpfs).
     #[arg(long, value_name = "DIR", default_value = SHM_DIR)]
     shm_dir: PathBuf,
-    /// A file holding the bearer token to present to the global.
+    /// A file (mode 0600) holding the token to present to the global: what its
+    /// admin.token_file holds.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// PEM file of the CA that signed the global's certificate (https://).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
+    /// PEM file of this node's client certificate, for a global that requires one
+    /// (admin.client_ca); with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    /// PEM file (mode 0600) of the private key of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
 }
 
 impl LocalArgs {
@@ -96,17 +105,25 @@ impl LocalArgs {
             Some(p) => Some(read_token_file(p)?),
             None => None,
         };
+        let identity = self.cert.clone().zip(self.key.clone());
+        let connect = ConnectOptions {
+            connect_timeout: Duration::from_secs(5),
+            token,
+            ca_file: self.ca.clone(),
+            identity: identity.map(|(cert, key)| ClientIdentity { cert, key }),
+        };
+        // The certificates are read again at each connection (a renewed one is used
+        // without a restart); reading them now stops a start with files that will not do.
+        if let Some(global) = &global {
+            connect.tls(global)?;
+        }
         let options = LocalOptions {
             socket: local_socket(self.socket.as_ref()),
             state_dir: self.state_dir.clone(),
             shm_dir: self.shm_dir.clone(),
             node: self.node.clone().unwrap_or_else(hostname),
             global,
-            connect: ConnectOptions {
-                connect_timeout: Duration::from_secs(5),
-                token,
-                ca_file: self.ca.clone(),
-            },
+            connect,
             config: self.config.clone(),
             interval: interval(self.interval.as_ref())?,
             http: self.http,

@@ -8,24 +8,26 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
+use tonic::transport::server::Router;
 
 use crate::admin::{AdminService, Auth, ForwardAdmin, Hooks};
-use crate::config::ControlConfig;
+use crate::config::{AdminConfig, ControlConfig};
 use crate::coordinator::Coordinator;
 use crate::global::{ControlService, Global, cycle_at, run_deadlines};
 use crate::http::{api_router, metrics_router};
+use crate::link_auth::Admission;
 use crate::local::{Local, NodeService, Policy, Shared, report_message, run_uplink};
 use crate::metrics::Metrics;
 use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
-use crate::transport::{
-    ConnectOptions, Endpoint, KEEPALIVE, bind_unix, read_token_file, server_tls,
-};
+use crate::tls::{ServerConfig, incoming, server_config};
+use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix, read_token_file};
 
 /// Largest message either side accepts: reports of a node's jobs are small; anything
 /// this large is an error or an attack.
@@ -376,10 +378,7 @@ fn spawn_http(addr: SocketAddr, routes: axum::Router) {
 pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let config = load_config(o.config.as_ref(), o.interval)?;
     let auth = auth_of(&config)?;
-    let tls = match (&config.admin.tls_cert, &config.admin.tls_key) {
-        (Some(cert), Some(key)) => Some(server_tls(cert, key)?),
-        _ => None,
-    };
+    let (tls, admission) = link_security(&config.admin, &auth)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
     let global = Global::new(Coordinator::new(config, o.config.clone())?, metrics);
     let listener = tokio::net::TcpListener::bind(o.listen)
@@ -389,11 +388,9 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let mut server = Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE))
         .http2_keepalive_timeout(Some(KEEPALIVE));
-    if let Some(tls) = tls {
-        server = server.tls_config(tls)?;
-    }
-    let control =
-        ControlServer::new(ControlService(global.clone())).max_decoding_message_size(MAX_MESSAGE);
+    admission.warn_if_open(addr);
+    let control = ControlServer::new(ControlService(global.clone(), admission))
+        .max_decoding_message_size(MAX_MESSAGE);
     let admin = Arc::new(AdminService::new(
         global.coordinator.clone(),
         GlobalHooks(global.clone()),
@@ -414,11 +411,44 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         move |_, _| global.broadcast_policy()
     }));
     tracing::info!(%addr, "global controller ready");
-    server
-        .add_service(control)
-        .add_service(admin)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped())
+    let router = server.add_service(control).add_service(admin);
+    serve_tcp(router, listener, tls)
         .await
         .context("global controller")?;
     Ok(())
+}
+
+/// The TLS of the global's port and what it requires of locals, every file read now, so
+/// that an unreadable one stops the start.
+fn link_security(
+    admin: &AdminConfig,
+    auth: &Auth,
+) -> Result<(Option<Arc<ServerConfig>>, Admission)> {
+    let tls = match (&admin.tls_cert, &admin.tls_key) {
+        (Some(cert), Some(key)) => Some(server_config(cert, key, admin.client_ca.as_deref())?),
+        _ => None,
+    };
+    let admission = Admission::new(auth.token.clone(), admin.client_ca.is_some());
+    Ok((tls, admission))
+}
+
+/// Serves `router` on `listener` until the daemon is asked to stop; over TLS when `tls`
+/// is given.
+async fn serve_tcp(
+    router: Router,
+    listener: TcpListener,
+    tls: Option<Arc<ServerConfig>>,
+) -> Result<(), tonic::transport::Error> {
+    match tls {
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(incoming(listener, tls), stopped())
+                .await
+        }
+        None => {
+            router
+                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped())
+                .await
+        }
+    }
 }

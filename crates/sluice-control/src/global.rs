@@ -20,6 +20,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::cluster::{NodeJob, NodeRates, renumber};
 use crate::config::{MAX_INTERVAL, MIN_INTERVAL, format_duration};
 use crate::coordinator::Coordinator;
+use crate::link_auth::{Admission, refuse};
 use crate::metrics::Metrics;
 use crate::proto::control_server::Control;
 use crate::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
@@ -545,8 +546,8 @@ impl Global {
     }
 }
 
-/// The Control service over a [`Global`].
-pub struct ControlService(pub Arc<Global>);
+/// The Control service over a [`Global`], open to the locals that [`Admission`] admits.
+pub struct ControlService(pub Arc<Global>, pub Admission);
 
 #[tonic::async_trait]
 impl Control for ControlService {
@@ -556,6 +557,10 @@ impl Control for ControlService {
         &self,
         request: Request<Streaming<LocalMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        if let Err(refused) = self.1.check(&request) {
+            let peer = request.remote_addr();
+            return Err(refuse(peer, request.into_inner(), refused).await);
+        }
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(self.0.clone().serve(inbound, tx));

@@ -8,7 +8,8 @@
 //! - [`proto`]: the gRPC protocol (`proto/sluice/v1/control.proto`), compiled without a
 //!   system protoc.
 //! - [`transport`]: servers and clients on UNIX sockets (with the peer's credentials)
-//!   and on TCP.
+//!   and on TCP; [`tls`]: certificates and handshakes on TCP; [`link_auth`]: what a
+//!   global requires of its locals.
 //! - [`cluster`]: the global's computation, pure: registry of jobs and nodes, one round
 //!   per pool, each job's allocation split among its nodes, only changes pushed.
 //! - [`config`]: pools, admin rules and job settings; validation and persistence.
@@ -31,9 +32,11 @@ pub mod global;
 pub mod http;
 pub mod identity;
 pub mod launcher;
+pub mod link_auth;
 pub mod local;
 pub mod metrics;
 pub mod segment_file;
+pub mod tls;
 pub mod transport;
 
 /// The generated protocol types and services (package `sluice.v1`).

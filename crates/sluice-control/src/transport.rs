@@ -7,7 +7,8 @@
 //! - [`bind_unix`]: a daemon's socket, made safely; [`peer_cred`]: who is on the other
 //!   end of it.
 //! - [`check_bearer`] and [`read_token_file`]: the shared secret of TCP deployments.
-//! - [`server_tls`] and [`client_tls`]: rustls through tonic.
+//!
+//! TLS itself (certificates, keys, handshakes) is [`crate::tls`]'s.
 
 use std::fmt;
 use std::io::Read;
@@ -23,8 +24,10 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::transport::server::UdsConnectInfo;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity, ServerTlsConfig};
+use tonic::transport::{Channel, ClientTlsConfig};
 use tonic::{Request, Status};
+
+use crate::tls::{ClientIdentity, client_tls};
 
 /// Where a daemon listens, or where a client finds it.
 ///
@@ -153,6 +156,9 @@ pub struct ConnectOptions {
     /// PEM file of the CA that signed the server's certificate; required for `https://`
     /// and refused otherwise, so that a CA given by mistake never hides plain text.
     pub ca_file: Option<PathBuf>,
+    /// The client certificate to present, for a server that requires one; `https://`
+    /// only, like the CA.
+    pub identity: Option<ClientIdentity>,
 }
 
 impl Default for ConnectOptions {
@@ -161,6 +167,7 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             token: None,
             ca_file: None,
+            identity: None,
         }
     }
 }
@@ -171,6 +178,7 @@ impl fmt::Debug for ConnectOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("ca_file", &self.ca_file)
+            .field("identity", &self.identity)
             .finish()
     }
 }
@@ -180,6 +188,24 @@ impl ConnectOptions {
     pub fn bearer(&self) -> anyhow::Result<Bearer> {
         Bearer::new(self.token.as_deref())
     }
+
+    /// The TLS settings for `endpoint`, its files read now: `None` for a plain one. A CA
+    /// or a client certificate given for a plain endpoint is an error, so that it never
+    /// hides plain text; so is an `https://` endpoint without a CA.
+    pub fn tls(&self, endpoint: &Endpoint) -> anyhow::Result<Option<ClientTlsConfig>> {
+        let tls = matches!(endpoint, Endpoint::Tcp { tls: true, .. });
+        match (&self.ca_file, &self.identity) {
+            (Some(ca), identity) if tls => Ok(Some(client_tls(ca, identity.as_ref())?)),
+            (None, _) if tls => {
+                bail!("{endpoint} needs a CA file to check the server's certificate")
+            }
+            (Some(_), _) => bail!("a CA file is only for https:// endpoints, not {endpoint}"),
+            (None, Some(_)) => {
+                bail!("a client certificate is only for https:// endpoints, not {endpoint}")
+            }
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 /// Opens a channel to `endpoint`, failing if it cannot be reached within the options'
@@ -188,11 +214,9 @@ impl ConnectOptions {
 /// The channel reconnects by itself when a later call finds the connection gone. To send
 /// the token, wrap it: `AdminClient::with_interceptor(channel, options.bearer()?)`.
 pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::Result<Channel> {
+    let tls = options.tls(endpoint)?;
     match endpoint {
         Endpoint::Unix(path) => {
-            if options.ca_file.is_some() {
-                bail!("a CA file is only for https:// endpoints, not {endpoint}");
-            }
             let path = path.clone();
             // The URI only fills the HTTP/2 :authority; the connector ignores it.
             tonic::transport::Endpoint::from_static("http://localhost")
@@ -206,7 +230,7 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
                 .await
                 .with_context(|| format!("cannot connect to {endpoint}"))
         }
-        Endpoint::Tcp { tls, .. } => {
+        Endpoint::Tcp { .. } => {
             let mut target = tonic::transport::Endpoint::from_shared(endpoint.to_string())
                 .with_context(|| format!("bad endpoint {endpoint}"))?
                 .connect_timeout(options.connect_timeout)
@@ -214,15 +238,8 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
                 .http2_keep_alive_interval(KEEPALIVE)
                 .keep_alive_timeout(KEEPALIVE)
                 .keep_alive_while_idle(true);
-            match (tls, &options.ca_file) {
-                (true, Some(ca)) => target = target.tls_config(client_tls(ca)?)?,
-                (true, None) => {
-                    bail!("{endpoint} needs a CA file to check the server's certificate")
-                }
-                (false, Some(_)) => {
-                    bail!("a CA file is only for https:// endpoints, not {endpoint}")
-                }
-                (false, None) => {}
+            if let Some(tls) = tls {
+                target = target.tls_config(tls)?;
             }
             target
                 .connect()
@@ -325,30 +342,38 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Refuses a file that group or others may read or write (whoever can write it chooses
 /// the token a server accepts), an empty one, and a token that cannot be sent in a header.
 pub fn read_token_file(path: &Path) -> anyhow::Result<String> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open token file {}", path.display()))?;
-    // The open file's mode, not the path's: the path could be swapped in between.
-    let mode = file
-        .metadata()
-        .with_context(|| format!("cannot stat token file {}", path.display()))?
-        .permissions()
-        .mode();
-    if mode & 0o066 != 0 {
-        bail!(
-            "token file {} is open to group or others (mode {:04o}); chmod 600 it",
-            path.display(),
-            mode & 0o7777
-        );
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text)
-        .with_context(|| format!("cannot read token file {}", path.display()))?;
+    let text = read_secret(path, "token file")?;
     let token = text.trim();
     if token.is_empty() {
         bail!("token file {} is empty", path.display());
     }
     check_token_text(token).with_context(|| format!("bad token in {}", path.display()))?;
     Ok(token.to_owned())
+}
+
+/// Reads a file of secrets (`what`: "token file", "key file"), refusing one that group or
+/// others may read or write: whoever reads it can pass for its owner, and whoever writes
+/// it chooses what a server accepts.
+pub(crate) fn read_secret(path: &Path, what: &str) -> anyhow::Result<String> {
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open {what} {}", path.display()))?;
+    // The open file's mode, not the path's: the path could be swapped in between.
+    let mode = file
+        .metadata()
+        .with_context(|| format!("cannot stat {what} {}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o066 != 0 {
+        bail!(
+            "{what} {} is open to group or others (mode {:04o}); chmod 600 it",
+            path.display(),
+            mode & 0o7777
+        );
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    Ok(text)
 }
 
 fn check_token_text(token: &str) -> anyhow::Result<()> {
@@ -423,31 +448,4 @@ pub fn peer_cred<T>(request: &Request<T>) -> Option<Peer> {
         gid: cred.gid(),
         pid: cred.pid().and_then(|pid| u32::try_from(pid).ok()),
     })
-}
-
-/// The TLS settings of a TCP server, from PEM files of its certificate (chain) and key.
-pub fn server_tls(cert_path: &Path, key_path: &Path) -> anyhow::Result<ServerTlsConfig> {
-    let cert = read_pem(cert_path, "CERTIFICATE")?;
-    let key = read_pem(key_path, "PRIVATE KEY")?;
-    Ok(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
-}
-
-/// The TLS settings of a client that trusts only the CA in the PEM file `ca_path`.
-pub fn client_tls(ca_path: &Path) -> anyhow::Result<ClientTlsConfig> {
-    let ca = read_pem(ca_path, "CERTIFICATE")?;
-    Ok(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
-}
-
-/// Reads a PEM file, checking that it holds a block of the expected kind: tonic would
-/// otherwise only complain at the first handshake, far from the configuration at fault.
-fn read_pem(path: &Path, kind: &str) -> anyhow::Result<Vec<u8>> {
-    let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let text = String::from_utf8_lossy(&pem);
-    let has_block = text
-        .lines()
-        .any(|line| line.starts_with("-----BEGIN ") && line.contains(kind));
-    if !has_block {
-        bail!("{} holds no PEM {kind}", path.display());
-    }
-    Ok(pem)
 }

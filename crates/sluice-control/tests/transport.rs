@@ -1,17 +1,18 @@
 //! The transport helpers over real sockets: UNIX sockets with peer credentials, TCP with
-//! bearer tokens and TLS.
+//! bearer tokens, TLS and client certificates.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_control::proto::node_client::NodeClient;
 use sluice_control::proto::node_server::{Node, NodeServer};
 use sluice_control::proto::{AttachEvent, AttachRequest};
+use sluice_control::tls::{ClientIdentity, ServerConfig, incoming, server_config};
 use sluice_control::transport::{
     ConnectOptions, Endpoint, Peer, bind_unix, check_bearer, connect, peer_cred, read_token_file,
-    server_tls,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, UnixStream};
@@ -24,7 +25,8 @@ use tonic::{Request, Response, Status};
 type Events = Pin<Box<dyn Stream<Item = Result<AttachEvent, Status>> + Send>>;
 
 /// Answers Attach with one event naming what the server learnt of the caller: its uid
-/// over a UNIX socket, "tcp" otherwise. With a token, refuses callers without it.
+/// over a UNIX socket, "client certificate" over TLS with one, "tcp" otherwise. With a
+/// token, refuses callers without it.
 struct Echo {
     token: Option<String>,
 }
@@ -40,9 +42,10 @@ impl Node for Echo {
         if let Some(token) = &self.token {
             check_bearer(&request, token)?;
         }
-        let segment = match peer_cred(&request) {
-            Some(Peer { uid, .. }) => uid.to_string(),
-            None => "tcp".to_owned(),
+        let segment = match (peer_cred(&request), request.peer_certs()) {
+            (Some(Peer { uid, .. }), _) => uid.to_string(),
+            (None, Some(certs)) if !certs.is_empty() => "client certificate".to_owned(),
+            (None, _) => "tcp".to_owned(),
         };
         let event = AttachEvent { segment };
         Ok(Response::new(Box::pin(tokio_stream::once(Ok(event)))))
@@ -222,67 +225,177 @@ async fn bearer_token_over_tcp() {
     server.abort();
 }
 
-#[tokio::test]
-async fn tls_over_tcp_with_a_private_ca() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap())
-        .unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let (ca_file, cert_file, key_file) = (
-        dir.path().join("ca.pem"),
-        dir.path().join("cert.pem"),
-        dir.path().join("key.pem"),
-    );
-    std::fs::write(&ca_file, ca.pem()).unwrap();
-    std::fs::write(&cert_file, cert.pem()).unwrap();
-    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+/// A private CA, a certificate it signed for `localhost` with its key, a client
+/// certificate it signed, and one signed by another CA; keys are written mode 0600.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+    client: ClientIdentity,
+    foreign: ClientIdentity,
+}
 
-    let tls = server_tls(&cert_file, &key_file).unwrap();
+fn ca(name: &str) -> rcgen::CertifiedIssuer<'static, rcgen::KeyPair> {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap()
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let site = ca("site CA");
+        let other = ca("another CA");
+        let write = |name: &str, text: String, mode: u32| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            path
+        };
+        let leaf = |name: &str, issuer: &rcgen::CertifiedIssuer<'_, rcgen::KeyPair>| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+                .unwrap()
+                .signed_by(&key, issuer)
+                .unwrap();
+            (
+                write(&format!("{name}.pem"), cert.pem(), 0o644),
+                write(&format!("{name}.key"), key.serialize_pem(), 0o600),
+            )
+        };
+        let (cert, key) = leaf("server", &site);
+        let (client_cert, client_key) = leaf("client", &site);
+        let (foreign_cert, foreign_key) = leaf("foreign", &other);
+        Pki {
+            ca: write("ca.pem", site.pem(), 0o644),
+            cert,
+            key,
+            client: ClientIdentity {
+                cert: client_cert,
+                key: client_key,
+            },
+            foreign: ClientIdentity {
+                cert: foreign_cert,
+                key: foreign_key,
+            },
+            dir,
+        }
+    }
+}
+
+/// Serves Echo over TLS with `config` on a loopback port, answering as `https://localhost`.
+async fn serve_tls(config: Arc<ServerConfig>) -> (Endpoint, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(async move {
         Server::builder()
-            .tls_config(tls)
-            .unwrap()
             .add_service(NodeServer::new(Echo { token: None }))
-            .serve_with_incoming(TcpListenerStream::new(listener))
+            .serve_with_incoming(incoming(listener, config))
             .await
             .expect("serve");
     });
+    let endpoint = format!("https://localhost:{port}").parse().unwrap();
+    (endpoint, server)
+}
 
-    let endpoint: Endpoint = format!("https://localhost:{port}").parse().unwrap();
+#[tokio::test]
+async fn tls_over_tcp_with_a_private_ca() {
+    let pki = Pki::new();
+    let config = server_config(&pki.cert, &pki.key, None).unwrap();
+    let (endpoint, server) = serve_tls(config).await;
+
     let trusted = ConnectOptions {
-        ca_file: Some(ca_file.clone()),
+        ca_file: Some(pki.ca.clone()),
         ..Default::default()
     };
     assert_eq!(attach(&endpoint, &trusted).await.unwrap(), "tcp");
 
     // Trusting another CA (here the server's own leaf, not a CA) fails the handshake.
     let untrusted = ConnectOptions {
-        ca_file: Some(cert_file.clone()),
+        ca_file: Some(pki.cert.clone()),
         connect_timeout: Duration::from_secs(2),
         ..Default::default()
     };
     assert!(attach(&endpoint, &untrusted).await.is_err());
 
-    // https without a CA, and a CA with plain http, are both refused up front.
+    // https without a CA, and a CA or a client certificate with plain http, are all
+    // refused up front.
     let err = connect(&endpoint, &ConnectOptions::default())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("needs a CA file"), "{err}");
-    let plain: Endpoint = format!("http://localhost:{port}").parse().unwrap();
+    let plain: Endpoint = endpoint
+        .to_string()
+        .replace("https", "http")
+        .parse()
+        .unwrap();
     let err = connect(&plain, &trusted).await.unwrap_err();
     assert!(err.to_string().contains("only for https"), "{err}");
+    let with_cert = ConnectOptions {
+        identity: Some(pki.client.clone()),
+        ..Default::default()
+    };
+    let err = connect(&plain, &with_cert).await.unwrap_err();
+    assert!(err.to_string().contains("only for https"), "{err}");
 
-    let err = server_tls(&key_file, &key_file).unwrap_err();
-    assert!(err.to_string().contains("no PEM CERTIFICATE"), "{err}");
+    let err = server_config(&pki.key, &pki.key, None).unwrap_err();
+    assert!(format!("{err:#}").contains("no PEM CERTIFICATE"), "{err:#}");
     server.abort();
+}
+
+/// With a client CA, the server asks for a certificate: one its CA signed is seen by the
+/// service, none at all lets the service decide, one from another CA ends the handshake.
+#[tokio::test]
+async fn client_certificates_are_checked_against_the_client_ca() {
+    let pki = Pki::new();
+    let config = server_config(&pki.cert, &pki.key, Some(&pki.ca)).unwrap();
+    let (endpoint, server) = serve_tls(config).await;
+    let options = |identity: Option<&ClientIdentity>| ConnectOptions {
+        ca_file: Some(pki.ca.clone()),
+        identity: identity.cloned(),
+        connect_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+
+    let signed = attach(&endpoint, &options(Some(&pki.client))).await;
+    assert_eq!(signed.unwrap(), "client certificate");
+    assert_eq!(attach(&endpoint, &options(None)).await.unwrap(), "tcp");
+    assert!(
+        attach(&endpoint, &options(Some(&pki.foreign)))
+            .await
+            .is_err()
+    );
+    // The server still answers the others.
+    assert_eq!(attach(&endpoint, &options(None)).await.unwrap(), "tcp");
+    server.abort();
+}
+
+/// Private keys open to group or others are refused, like token files, on both sides.
+#[test]
+fn key_files_open_to_others_are_refused() {
+    let pki = Pki::new();
+    for key in [&pki.key, &pki.client.key] {
+        std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    }
+    let err = format!(
+        "{:#}",
+        server_config(&pki.cert, &pki.key, None).unwrap_err()
+    );
+    assert!(err.contains("open to group or others (mode 0640)"), "{err}");
+    let options = ConnectOptions {
+        ca_file: Some(pki.ca.clone()),
+        identity: Some(pki.client.clone()),
+        ..Default::default()
+    };
+    let endpoint: Endpoint = "https://localhost:1".parse().unwrap();
+    let err = format!("{:#}", options.tls(&endpoint).unwrap_err());
+    assert!(err.contains("key file"), "{err}");
+    assert!(err.contains("chmod 600"), "{err}");
+    drop(pki.dir);
 }
 
 #[test]

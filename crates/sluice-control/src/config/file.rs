@@ -144,7 +144,8 @@ pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError
     Ok(config)
 }
 
-/// The certificate and the key make sense only together; an empty group is a slip.
+/// The certificate and the key make sense only together, client certificates only over
+/// TLS; an empty group is a slip.
 fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
     if admin.group.as_deref() == Some("") {
         return Err(FieldError::new("group", "expected a group name"));
@@ -152,6 +153,10 @@ fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
     match (&admin.tls_cert, &admin.tls_key) {
         (Some(_), None) => Err(FieldError::new("tls_key", "missing (tls_cert is set)")),
         (None, Some(_)) => Err(FieldError::new("tls_cert", "missing (tls_key is set)")),
+        (None, None) if admin.client_ca.is_some() => Err(FieldError::new(
+            "client_ca",
+            "needs tls_cert and tls_key (client certificates are checked in TLS)",
+        )),
         _ => Ok(()),
     }
 }
@@ -296,6 +301,7 @@ pub(super) fn render(config: &ControlConfig) -> String {
         ("token_file", &admin.token_file),
         ("tls_cert", &admin.tls_cert),
         ("tls_key", &admin.tls_key),
+        ("client_ca", &admin.client_ca),
     ];
     let mut admin_lines: Vec<String> = admin
         .group

@@ -8,9 +8,10 @@
 //!
 //! [admin]
 //! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
-//! token_file = "/etc/sluice/token"     # bearer token for changes over TCP
+//! token_file = "/etc/sluice/token"     # bearer token for changes over TCP and for locals
 //! tls_cert = "/etc/sluice/cert.pem"    # TLS on the TCP listener: both or neither
 //! tls_key = "/etc/sluice/key.pem"
+//! client_ca = "/etc/sluice/ca.pem"     # locals must present a certificate it signed
 //!
 //! [[pool]]
 //! name = "scratch-md"
@@ -88,18 +89,23 @@ impl Default for ControlConfig {
     }
 }
 
-/// The `[admin]` table: who may change the configuration through the admin API.
+/// The `[admin]` table: who may change the configuration through the admin API, and who
+/// may be a global's local controller.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminConfig {
     /// Members of this group (and root) may make changes over the UNIX socket.
     pub group: Option<String>,
-    /// A file holding the bearer token that changes over TCP must present.
+    /// A file holding the bearer token that changes over TCP, and a global's locals,
+    /// must present.
     pub token_file: Option<PathBuf>,
     /// The TLS certificate of the TCP listener (set together with `tls_key`).
     pub tls_cert: Option<PathBuf>,
     /// The TLS private key of the TCP listener (set together with `tls_cert`).
     pub tls_key: Option<PathBuf>,
+    /// The CA whose signature a global's locals must present on a client certificate
+    /// (needs `tls_cert`).
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Why a configuration could not be read or saved; every message is one line.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::{Policy, Shared};
+use crate::link_auth::{Refusals, refusal};
 use crate::proto::control_client::ControlClient;
 use crate::proto::{GlobalMessage, Hello, LocalMessage, global_message, local_message};
 use crate::transport::{ConnectOptions, Endpoint, connect};
@@ -18,11 +19,15 @@ const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::fro
 /// Keeps the local connected to `global` for as long as the process runs.
 pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions) {
     let mut wait = BACKOFF.0;
+    let mut refusals = Refusals::default();
     loop {
         let began = std::time::Instant::now();
-        match session(&local, &global, &options).await {
+        match session(&local, &global, &options, &mut refusals).await {
             Ok(()) => tracing::warn!(%global, "global controller closed the stream"),
-            Err(e) => tracing::warn!(%global, "global controller unreachable: {e:#}"),
+            Err(e) => match refusal(&e) {
+                Some(why) => refusals.refused(&global, why),
+                None => tracing::warn!(%global, "global controller unreachable: {e:#}"),
+            },
         }
         if let Ok(mut l) = local.lock() {
             l.uplink = None;
@@ -43,6 +48,7 @@ async fn session(
     local: &Shared,
     global: &Endpoint,
     options: &ConnectOptions,
+    refusals: &mut Refusals,
 ) -> anyhow::Result<()> {
     let channel = connect(global, options).await?;
     let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
@@ -65,6 +71,7 @@ async fn session(
         l.full_next = true;
     }
     tracing::info!(%global, "connected to the global controller");
+    refusals.clear();
     while let Some(message) = inbound.message().await? {
         apply(local, message)?;
     }

@@ -28,6 +28,10 @@ fn reads_every_part() {
         config.admin.tls_key,
         Some(PathBuf::from("/etc/sluice/key.pem"))
     );
+    assert_eq!(
+        config.admin.client_ca,
+        Some(PathBuf::from("/etc/sluice/ca.pem"))
+    );
     let md = &config.pools[0];
     assert_eq!(md.filter, "class=metadata mount=/scratch");
     assert_eq!(md.capacity, Rate::ops(10_000));
@@ -159,6 +163,11 @@ fn other_errors_are_placed_too() {
             "config:1: admin: tls_key: missing (tls_cert is set)",
         ),
         (
+            "[admin]\nclient_ca = \"ca.pem\"",
+            "config:1: admin: client_ca: needs tls_cert and tls_key (client certificates \
+             are checked in TLS)",
+        ),
+        (
             "[[rule]]\nrule = \"op=stat rate=1k/s\"",
             "config:2: rule[1]: rule: at column 4 ('stat'): expected an operation",
         ),
@@ -199,7 +208,7 @@ fn other_errors_are_placed_too() {
     let mismatch = EXAMPLE.replace("limit = \"5k/s\"", "limit = \"5MiB/s\"");
     assert_eq!(
         error(&mismatch),
-        "config:31: job[1] \"4242\": limit: 5MiB/s counts bytes, but pool \"scratch-md\" \
+        "config:32: job[1] \"4242\": limit: 5MiB/s counts bytes, but pool \"scratch-md\" \
          counts ops (its capacity is 10k/s)"
     );
 }

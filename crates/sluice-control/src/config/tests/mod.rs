@@ -15,6 +15,7 @@ group = "sluiceadm"
 token_file = "/etc/sluice/token"
 tls_cert = "/etc/sluice/cert.pem"
 tls_key = "/etc/sluice/key.pem"
+client_ca = "/etc/sluice/ca.pem"
 
 [[pool]]
 name = "scratch-md"
