@@ -12,6 +12,9 @@
  *                  in nanoseconds of CLOCK_MONOTONIC
  *   Workers write OUTDIR/ts.PID.N: one decimal timestamp (ns) per line, every call made,
  *   the last one being the first that returned at or after the deadline.
+ *   With RATE_START set to a path, the program writes OUTDIR/ready.PID once it runs, and
+ *   the run (and its MS) starts once that path exists (at most a minute later): jobs
+ *   started one by one are released together.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -71,6 +74,17 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* Waits until the file `path` exists, polling every millisecond for at most a minute. */
+static void wait_for_start(const char *path) {
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 60000; i++) {
+        if (access(path, F_OK) == 0) return;
+        nanosleep(&ms, NULL);
+    }
+    fprintf(stderr, "rate: %s never appeared\n", path);
+    exit(1);
+}
+
 static void wait_child(pid_t pid) {
     int status;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -91,6 +105,14 @@ int main(int argc, char **argv) {
         deadline = strtoull(argv[4], NULL, 10);
         worker((void *)0);
         return 0;
+    }
+    const char *start = getenv("RATE_START");
+    if (start) {
+        char ready[4096];
+        snprintf(ready, sizeof ready, "%s/ready.%d", outdir, (int)getpid());
+        FILE *f = fopen(ready, "w");
+        if (!f || fclose(f) != 0) die(ready);
+        wait_for_start(start);
     }
     deadline = now() + strtoull(argv[4], NULL, 10) * 1000000u;
     do_write = !strcmp(mode, "pwrite");

@@ -4,12 +4,14 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
+use std::process::Child;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{
-    Daemon, Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, share,
-    wait_for,
+    Daemon, Local, assert_pool_held, busiest_second, call_times, daemon_dir, monotonic_ns,
+    rate_between, share, wait_for,
 };
 use common::net::{Net, start_global, wait_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
@@ -33,9 +35,24 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Option<Cluster> {
+        Cluster::with(GLOBAL_CONFIG, false, true)
+    }
+
+    /// The global runs `config`; with `token`, it requires a bearer token for admin
+    /// changes, and the locals hold it. With `node_names` each local is given its node's
+    /// name (--node); without, each takes the default, the host name, which every
+    /// namespace shares: as an administrator trying sluice on one machine would start them.
+    fn with(config: &str, token: bool, node_names: bool) -> Option<Cluster> {
         let net = Net::new()?;
         let dir = daemon_dir();
-        std::fs::write(dir.path().join("global.toml"), GLOBAL_CONFIG).unwrap();
+        let token_file = path_str(&dir.path().join("token"));
+        let mut config = config.to_owned();
+        if token {
+            std::fs::write(&token_file, "race-token\n").unwrap();
+            std::fs::set_permissions(&token_file, PermissionsExt::from_mode(0o600)).unwrap();
+            config += &format!("\n[admin]\ntoken_file = \"{token_file}\"\n");
+        }
+        std::fs::write(dir.path().join("global.toml"), config).unwrap();
         let global = start_global(&net, dir.path());
         wait_global(&net, &global);
         let mut locals = Vec::new();
@@ -44,14 +61,24 @@ impl Cluster {
             std::fs::create_dir_all(&d).unwrap();
             let url = format!("http://10.231.{i}.1:7401");
             let node = format!("node{i}");
-            let extra = ["--global", url.as_str(), "--node", node.as_str()];
+            let mut extra = vec!["--global", url.as_str()];
+            if node_names {
+                extra.extend(["--node", node.as_str()]);
+            }
+            if token {
+                extra.extend(["--token-file", token_file.as_str()]);
+            }
             locals.push(Local::start(&d, "", &extra, Some(net.node_ns(i))));
         }
         // Jobs attached before their local has the global's pools would run without
         // them for a moment: start jobs once both locals are connected.
         let connected = wait_for(Duration::from_secs(10), || {
-            let o = locals[0].admin(&["status", "--json"]);
-            serde_json::from_slice::<Value>(&o.stdout).is_ok_and(|v| v["locals"] == 2)
+            let said = |l: &Local| {
+                l.daemon
+                    .log_text()
+                    .contains("connected to the global controller")
+            };
+            locals.iter().all(said) && (!node_names || Cluster::counted(&locals[0]) == 2)
         });
         assert!(
             connected,
@@ -64,6 +91,13 @@ impl Cluster {
             locals,
             dir,
         })
+    }
+
+    /// The locals the global counts, asked through `local`.
+    fn counted(local: &Local) -> u64 {
+        let o = local.admin(&["status", "--json"]);
+        let status = serde_json::from_slice::<Value>(&o.stdout).unwrap_or_default();
+        status["locals"].as_u64().unwrap_or(0)
     }
 
     /// `sluice jobs --json` asked of the global through node 0's local.
@@ -235,4 +269,106 @@ fn a_killed_global_or_a_cut_link_leaves_rates_in_force() {
             "{what}: {got:.0}/s vs {steady:.0}/s before"
         );
     }
+}
+
+/// Issue 28's multi-node case: a pool of 3,000 getattr/s set through a local (which asks
+/// a global that requires a token for changes), and locals started as an administrator
+/// trying sluice on one machine would start them, without --node, so that both take the
+/// host name every namespace shares. Twenty times, job A on both nodes and job B on one of
+/// them (node 0 and node 1 in turn, new ids each run) attach, then are released at the same
+/// moment into a short stat loop: in every run each job's busiest second, and the pool's,
+/// stay within what the pool allows (its bursts, and one call in flight per process); and
+/// the global counts two locals.
+#[test]
+fn a_pool_holds_every_job_released_together_on_two_nodes_of_one_host_name() {
+    const RUNS: usize = 20;
+    const RUN_MS: u64 = 2_000;
+    const CAPACITY: usize = 3_000;
+    const ALLOWED: usize = CAPACITY + CAPACITY / 100 + 3;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(c) = Cluster::with("interval = \"500ms\"\n", true, false) else {
+        return;
+    };
+    let set: Vec<&str> = "pool set md --match op=getattr --capacity 3k/s --algorithm psfa"
+        .split(' ')
+        .collect();
+    let set = c.locals[0].admin(&set);
+    assert!(
+        set.status.success(),
+        "pool set through a local: {}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let ms = RUN_MS.to_string();
+    let mut escaped = Vec::new();
+    for run in 0..RUNS {
+        let gate = tmp_dir();
+        let start = path_str(&gate.path().join("start"));
+        let outs = [tmp_dir(), tmp_dir(), tmp_dir()];
+        let b_node = run % 2;
+        let placed = [(0, "A"), (1, "A"), (b_node, "B")];
+        let mut jobs: Vec<Child> = placed
+            .iter()
+            .zip(&outs)
+            .map(|(&(node, job), out)| {
+                c.locals[node]
+                    .job_command(
+                        &format!("{job}{run}"),
+                        &["--mount", &s.file],
+                        &[&rate, "one", &s.file, &path_str(out.path()), &ms],
+                    )
+                    .env("RATE_START", &start)
+                    .spawn()
+                    .expect("sluice run")
+            })
+            .collect();
+        let ready = wait_for(Duration::from_secs(10), || {
+            outs.iter().all(|o| has_file_starting(o.path(), "ready."))
+        });
+        std::fs::write(&start, "").unwrap();
+        for j in &mut jobs {
+            assert!(j.wait().unwrap().success(), "run {run}: a job failed");
+        }
+        assert!(ready, "run {run}: the jobs never started");
+        let times = outs.each_ref().map(|o| call_times(o.path()));
+        let mut a: Vec<u64> = times[0].iter().chain(&times[1]).copied().collect();
+        a.sort_unstable();
+        let (most_a, most_b) = (busiest_second(&a), busiest_second(&times[2]));
+        let per_sec = |t: &Vec<u64>| t.len() as f64 * 1e3 / RUN_MS as f64;
+        eprintln!(
+            "run {run} (B on node {b_node}): busiest second A {most_a}, B {most_b}; \
+             A {:.0}/s + {:.0}/s, B {:.0}/s",
+            per_sec(&times[0]),
+            per_sec(&times[1]),
+            per_sec(&times[2])
+        );
+        for (job, most) in [("A", most_a), ("B", most_b)] {
+            if most > ALLOWED {
+                escaped.push(format!("run {run}: {job} made {most} calls in one second"));
+            }
+        }
+        if escaped.is_empty() {
+            let mut all: Vec<u64> = a.iter().chain(&times[2]).copied().collect();
+            all.sort_unstable();
+            assert_pool_held(&all, all[0], CAPACITY, 3);
+        }
+    }
+    assert!(
+        escaped.is_empty(),
+        "jobs escaped a pool of {CAPACITY}/s (at most {ALLOWED} calls in a second): {escaped:?}"
+    );
+    assert_eq!(
+        Cluster::counted(&c.locals[0]),
+        2,
+        "the global counts two locals: {}",
+        c.global.log_text()
+    );
+}
+
+/// Whether `dir` holds a file whose name starts with `prefix`.
+fn has_file_starting(dir: &std::path::Path, prefix: &str) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(prefix))
 }

@@ -8,6 +8,7 @@
 //! an administrator changes them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -87,6 +88,8 @@ struct Sessions {
 struct Session {
     id: u64,
     tx: mpsc::Sender<Result<GlobalMessage, Status>>,
+    /// The address its stream comes from, when known.
+    peer: Option<IpAddr>,
     /// The last cycle it reported.
     reported: u64,
     /// Whether the log said yet that its reports come from ahead of this global's clock.
@@ -185,7 +188,7 @@ impl Sessions {
 
     /// `node`'s session `id` reported `cycle`.
     fn reported(&mut self, node: &str, id: u64, cycle: u64) {
-        if self.live.get(node).is_none_or(|s| s.id != id) {
+        if !self.is_live(node, id) {
             return;
         }
         if cycle > self.open {
@@ -202,21 +205,39 @@ impl Sessions {
         }
     }
 
-    /// Adds a session, replacing `node`'s older one.
-    fn insert(&mut self, node: String, session: Session) {
+    /// The name a new stream of a local calling itself `node`, from `peer`, is counted
+    /// under: `node`, unless a live stream from another address holds that name (two
+    /// local controllers with one name: the host name, their default, is the same on
+    /// machines cloned alike and in every network namespace of one host). It is then
+    /// `node@ADDRESS`: replacing the other's stream would leave that local connected
+    /// but never sent a policy or a rate again, its new jobs without the pools.
+    fn name_for(&self, node: &str, peer: Option<IpAddr>) -> String {
+        match (self.live.get(node).and_then(|s| s.peer), peer) {
+            (Some(theirs), Some(ours)) if theirs != ours => format!("{node}@{ours}"),
+            _ => node.to_owned(),
+        }
+    }
+
+    /// Adds a session, replacing `node`'s older one, which is returned.
+    fn insert(&mut self, node: String, session: Session) -> Option<Session> {
         if session.reported < self.open {
             self.missing += 1;
         }
-        if let Some(old) = self.live.insert(node, session)
-            && old.reported < self.open
-        {
+        let old = self.live.insert(node, session);
+        if old.as_ref().is_some_and(|o| o.reported < self.open) {
             self.missing -= 1;
         }
+        old
+    }
+
+    /// Whether `node`'s live stream is session `id`.
+    fn is_live(&self, node: &str, id: u64) -> bool {
+        self.live.get(node).is_some_and(|s| s.id == id)
     }
 
     /// Removes `node`'s session if it is still `id`; whether it was.
     fn remove(&mut self, node: &str, id: u64) -> bool {
-        if self.live.get(node).is_none_or(|s| s.id != id) {
+        if !self.is_live(node, id) {
             return false;
         }
         if let Some(old) = self.live.remove(node)
@@ -431,6 +452,12 @@ impl Global {
             .map(|(pool, h)| Ok((pool, latency_of(h)?)))
             .collect::<Result<_, Status>>()?;
         let mut sessions = self.sessions();
+        if !sessions.is_live(node, id) {
+            // Its node connected again on a newer stream: this one's figures are stale.
+            return Err(Status::aborted(format!(
+                "node {node} connected again on a newer stream; this one is closed"
+            )));
+        }
         let said = sessions.local_cycle(report.cycle, report.interval_s);
         let now = cycle_at(sessions.unit).0;
         let cycle = sessions.counted(said, now);
@@ -467,6 +494,7 @@ impl Global {
         self: Arc<Self>,
         mut inbound: Streaming<LocalMessage>,
         tx: mpsc::Sender<Result<GlobalMessage, Status>>,
+        peer: Option<IpAddr>,
     ) {
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, inbound.message()).await {
             Ok(Ok(Some(LocalMessage {
@@ -486,7 +514,6 @@ impl Global {
             let _ = tx.send(Err(Status::failed_precondition(why))).await;
             return;
         }
-        let node = hello.node;
         let id = self.next_session.fetch_add(1, Ordering::Relaxed);
         let policy = self.coordinator.lock().expect("coordinator").policy();
         let _ = tx
@@ -494,31 +521,49 @@ impl Global {
                 body: Some(global_message::Body::Policy(policy)),
             }))
             .await;
-        {
+        let (node, replaced) = {
             let mut sessions = self.sessions();
+            let node = sessions.name_for(&hello.node, peer);
             sessions.events.push(Event::Connected(node.clone()));
             let reported = sessions.computed;
-            // A node that reconnects replaces its older stream.
-            sessions.insert(
-                node.clone(),
-                Session {
-                    id,
-                    tx: tx.clone(),
-                    reported,
-                    told_ahead: false,
-                },
-            );
+            let session = Session {
+                id,
+                tx: tx.clone(),
+                peer,
+                reported,
+                told_ahead: false,
+            };
+            let replaced = sessions.insert(node.clone(), session);
             self.wake(&mut sessions);
+            (node, replaced)
+        };
+        let from = peer.map_or_else(|| "an unknown address".to_owned(), |ip| ip.to_string());
+        if node != hello.node {
+            tracing::warn!(
+                %node,
+                "a second local controller calls itself {} (from {from}, while one from \
+                 another address is connected): counted as node {node}; give each local \
+                 controller its own --node (the default is the host name)",
+                hello.node
+            );
         }
-        tracing::info!(%node, "local controller connected");
+        // A node that reconnects replaces its older stream, which is ended rather than
+        // left open unfed: that local then connects again too, and has the policy.
+        if let Some(old) = replaced {
+            let why = format!("node {node} connected again on a newer stream from {from}");
+            tracing::warn!(%node, "{why}: its older stream is closed");
+            let _ = old.tx.try_send(Err(Status::aborted(why)));
+        }
+        tracing::info!(%node, "local controller connected from {from}");
         let why = loop {
             match inbound.message().await {
                 Ok(Some(LocalMessage {
                     body: Some(local_message::Body::Report(r)),
                 })) => {
                     if let Err(status) = self.report(&node, id, r) {
+                        let why = format!("report refused: {}", status.message());
                         let _ = tx.send(Err(status)).await;
-                        break "a malformed report".to_owned();
+                        break why;
                     }
                 }
                 Ok(Some(_)) => {
@@ -561,9 +606,10 @@ impl Control for ControlService {
             let peer = request.remote_addr();
             return Err(refuse(peer, request.into_inner(), refused).await);
         }
+        let peer = request.remote_addr().map(|a| a.ip());
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(self.0.clone().serve(inbound, tx));
+        tokio::spawn(self.0.clone().serve(inbound, tx, peer));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 }
@@ -634,6 +680,7 @@ mod tests {
         Session {
             id,
             tx: mpsc::channel(1).0,
+            peer: None,
             reported,
             told_ahead: false,
         }
@@ -691,6 +738,29 @@ mod tests {
         s.computed = 5000;
         assert_eq!(s.counted(5001, 1400), 5001);
         assert_eq!(s.counted(5002, 1400), 5001);
+    }
+
+    /// Two locals that call themselves alike from two addresses are two nodes; one that
+    /// connects again from its address replaces its older stream.
+    #[test]
+    fn a_second_local_of_one_name_from_another_address_is_counted_apart() {
+        let ip = |a: &str| a.parse::<IpAddr>().ok();
+        let mut s = Sessions::default();
+        assert_eq!(s.name_for("n", ip("10.0.0.1")), "n");
+        let first = Session {
+            peer: ip("10.0.0.1"),
+            ..session(1, 0)
+        };
+        assert!(s.insert("n".into(), first).is_none());
+        assert_eq!(s.name_for("n", ip("10.0.0.1")), "n");
+        assert_eq!(s.name_for("n", ip("10.0.0.2")), "n@10.0.0.2");
+        assert_eq!(s.name_for("m", ip("10.0.0.2")), "m");
+        let again = Session {
+            peer: ip("10.0.0.1"),
+            ..session(2, 0)
+        };
+        assert_eq!(s.insert("n".into(), again).map(|o| o.id), Some(1));
+        assert!(s.is_live("n", 2) && !s.is_live("n", 1));
     }
 
     #[test]

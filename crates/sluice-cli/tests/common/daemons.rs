@@ -215,17 +215,27 @@ impl Local {
     /// [`Local::job`] with the `sluice` and stage library of directory `bins` (another
     /// release's).
     pub fn job_from(&self, bins: &Path, job: &str, extra: &[&str], cmd: &[&str]) -> Child {
-        Command::new(bins.join("sluice"))
-            .env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
+        self.job_command_from(bins, job, extra, cmd)
+            .spawn()
+            .expect("sluice run")
+    }
+
+    /// `sluice run --socket SOCKET --job JOB [extra…] -- CMD…`, to start.
+    pub fn job_command(&self, job: &str, extra: &[&str], cmd: &[&str]) -> Command {
+        self.job_command_from(&bin_dir(), job, extra, cmd)
+    }
+
+    fn job_command_from(&self, bins: &Path, job: &str, extra: &[&str], cmd: &[&str]) -> Command {
+        let mut c = Command::new(bins.join("sluice"));
+        c.env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
             .args(["run", "--socket"])
             .arg(&self.socket)
             .args(["--job", job])
             .args(extra)
             .arg("--")
             .args(cmd)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("sluice run")
+            .stdin(Stdio::null());
+        c
     }
 }
 
