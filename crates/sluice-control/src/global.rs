@@ -94,6 +94,15 @@ struct Session {
     reported: u64,
     /// Whether the log said yet that its reports come from ahead of this global's clock.
     told_ahead: bool,
+    /// The version of the policy last queued to it; `None` before the first.
+    policy: Option<u64>,
+}
+
+impl Session {
+    /// Whether it was sent the policy of `version`, or a later one.
+    fn has_policy(&self, version: u64) -> bool {
+        self.policy.is_some_and(|v| v >= version)
+    }
 }
 
 /// What a stream tells the computation; applied in order by the cycle thread.
@@ -230,6 +239,24 @@ impl Sessions {
         old
     }
 
+    /// Queues `policy`, of version `version`, to every live session not sent it or a later
+    /// one; returns how many it could not be queued to (their queue is full).
+    fn offer_policy(&mut self, version: u64, policy: &GlobalMessage) -> u64 {
+        let mut full = 0;
+        for s in self.live.values_mut().filter(|s| !s.has_policy(version)) {
+            match s.tx.try_send(Ok(policy.clone())) {
+                Ok(()) => s.policy = Some(version),
+                Err(_) => full += 1,
+            }
+        }
+        full
+    }
+
+    /// Whether a live session was not sent the policy of `version` yet.
+    fn owe_policy(&self, version: u64) -> bool {
+        self.live.values().any(|s| !s.has_policy(version))
+    }
+
     /// Whether `node`'s live stream is session `id`.
     fn is_live(&self, node: &str, id: u64) -> bool {
         self.live.get(node).is_some_and(|s| s.id == id)
@@ -287,18 +314,18 @@ impl Global {
         }
     }
 
-    /// Sends the policy in force to every local (after an admin change).
+    /// Queues the policy in force to every local not sent it yet: on connect, after an
+    /// admin change or a reload. Its version is read with it, so that a local is never
+    /// sent a policy older than one it has (two changes in quick succession queue theirs
+    /// in either order); one whose queue is full is offered it again at each cycle,
+    /// before any rate.
     pub fn broadcast_policy(&self) {
-        let policy = self.coordinator.lock().expect("coordinator").policy();
-        let message = GlobalMessage {
-            body: Some(global_message::Body::Policy(policy)),
+        let (version, message) = {
+            let c = self.coordinator.lock().expect("coordinator");
+            (c.policy_version(), policy_message(&c))
         };
-        let sessions = self.sessions();
-        for s in sessions.live.values() {
-            if s.tx.try_send(Ok(message.clone())).is_err() {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let full = self.sessions().offer_policy(version, &message);
+        self.dropped.fetch_add(full, Ordering::Relaxed);
     }
 
     /// The cycle thread: applies what the streams received, as it comes, and computes
@@ -368,8 +395,15 @@ impl Global {
                     continue;
                 }
             };
+            // The rates were computed under this policy: a local not sent it yet is sent it
+            // first, as pools it does not know would drop their rates.
+            let version = c.policy_version();
+            let policy = self
+                .sessions()
+                .owe_policy(version)
+                .then(|| policy_message(&c));
             drop(c);
-            self.push(cycle, rates);
+            self.push(cycle, rates, version, policy);
             let boundary_ns = u128::from(cycle) * interval.as_nanos();
             let since_ns = wall_clock().as_nanos().saturating_sub(boundary_ns);
             let mut times = self.cycle_us.lock().expect("cycle times");
@@ -393,19 +427,33 @@ impl Global {
         Some(m.encode())
     }
 
-    /// Queues cycle `cycle`'s changed rates to their locals.
-    fn push(&self, cycle: u64, rates: Vec<NodeRates>) {
+    /// Queues cycle `cycle`'s changed rates to their locals, computed under the policy of
+    /// `version`; `policy` is that policy when some local was not sent it yet, offered
+    /// first. A local still without it is sent no rate: every rate goes to it again once
+    /// it has the policy, rather than a new pool's rate lost on a segment without it.
+    fn push(&self, cycle: u64, rates: Vec<NodeRates>, version: u64, policy: Option<GlobalMessage>) {
         // The senders are taken under the lock and used outside it: queueing wakes each
         // stream's task, and the streams' reports must not wait for that.
         let targets: Vec<_> = {
-            let sessions = self.sessions();
+            let mut sessions = self.sessions();
+            if let Some(policy) = &policy {
+                let full = sessions.offer_policy(version, policy);
+                self.dropped.fetch_add(full, Ordering::Relaxed);
+            }
             rates
                 .into_iter()
-                .filter_map(|r| Some((sessions.live.get(&r.node)?.tx.clone(), r)))
+                .filter_map(|r| {
+                    let s = sessions.live.get(&r.node)?;
+                    Some((s.tx.clone(), s.has_policy(version), r))
+                })
                 .collect()
         };
         let mut slow = Vec::new();
-        for (tx, NodeRates { node, jobs }) in targets {
+        for (tx, current, NodeRates { node, jobs }) in targets {
+            if !current {
+                slow.push(node);
+                continue;
+            }
             let message = GlobalMessage {
                 body: Some(global_message::Body::Rates(proto::Rates {
                     cycle,
@@ -515,12 +563,6 @@ impl Global {
             return;
         }
         let id = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let policy = self.coordinator.lock().expect("coordinator").policy();
-        let _ = tx
-            .send(Ok(GlobalMessage {
-                body: Some(global_message::Body::Policy(policy)),
-            }))
-            .await;
         let (node, replaced) = {
             let mut sessions = self.sessions();
             let node = sessions.name_for(&hello.node, peer);
@@ -532,11 +574,15 @@ impl Global {
                 peer,
                 reported,
                 told_ahead: false,
+                policy: None,
             };
             let replaced = sessions.insert(node.clone(), session);
             self.wake(&mut sessions);
             (node, replaced)
         };
+        // Once live, not before: a change made meanwhile would have missed it. Rates
+        // computed before it has the policy wait for it (see `push`).
+        self.broadcast_policy();
         let from = peer.map_or_else(|| "an unknown address".to_owned(), |ip| ip.to_string());
         if node != hello.node {
             tracing::warn!(
@@ -614,6 +660,13 @@ impl Control for ControlService {
     }
 }
 
+/// The policy in force as locals receive it.
+fn policy_message(c: &Coordinator) -> GlobalMessage {
+    GlobalMessage {
+        body: Some(global_message::Body::Policy(c.policy())),
+    }
+}
+
 /// A reported latency histogram, checked.
 fn latency_of(h: proto::LatencyHistogram) -> Result<Latency, Status> {
     if h.buckets.len() > LATENCY_BUCKETS {
@@ -683,6 +736,7 @@ mod tests {
             peer: None,
             reported,
             told_ahead: false,
+            policy: None,
         }
     }
 
@@ -761,6 +815,64 @@ mod tests {
         };
         assert_eq!(s.insert("n".into(), again).map(|o| o.id), Some(1));
         assert!(s.is_live("n", 2) && !s.is_live("n", 1));
+    }
+
+    /// The pools of the policies `rx` holds, in order.
+    fn policies(rx: &mut mpsc::Receiver<Result<GlobalMessage, Status>>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|m| match m.ok().and_then(|m| m.body) {
+                Some(global_message::Body::Policy(p)) => p.pools.join(","),
+                _ => "not a policy".to_owned(),
+            })
+            .collect()
+    }
+
+    /// The sessions of one local, `a`, whose queue holds `queue` messages; and that queue.
+    fn one_local(queue: usize) -> (Sessions, mpsc::Receiver<Result<GlobalMessage, Status>>) {
+        let (tx, rx) = mpsc::channel(queue);
+        let mut s = Sessions::default();
+        s.insert(
+            "a".into(),
+            Session {
+                tx,
+                ..session(1, 0)
+            },
+        );
+        (s, rx)
+    }
+
+    fn policy(pool: &str) -> GlobalMessage {
+        GlobalMessage {
+            body: Some(global_message::Body::Policy(proto::Policy {
+                pools: vec![pool.to_owned()],
+                ..proto::Policy::default()
+            })),
+        }
+    }
+
+    /// Two admin changes in quick succession may offer their policies in either order:
+    /// a local keeps the later one.
+    #[test]
+    fn a_local_is_never_sent_a_policy_older_than_it_has() {
+        let (mut s, mut rx) = one_local(8);
+        assert_eq!(s.offer_policy(2, &policy("v2")), 0);
+        assert_eq!(s.offer_policy(1, &policy("v1")), 0);
+        assert_eq!(s.offer_policy(2, &policy("v2")), 0);
+        assert_eq!(policies(&mut rx), ["v2"]);
+        assert!(!s.owe_policy(2) && s.owe_policy(3));
+    }
+
+    /// A local whose queue was full when the policy changed is owed it until it drains.
+    #[test]
+    fn a_policy_that_found_a_full_queue_is_offered_again() {
+        let (mut s, mut rx) = one_local(1);
+        s.live["a"].tx.try_send(Ok(policy("v0"))).unwrap();
+        assert_eq!(s.offer_policy(1, &policy("v1")), 1);
+        assert!(s.owe_policy(1));
+        assert_eq!(policies(&mut rx), ["v0"]);
+        assert_eq!(s.offer_policy(1, &policy("v1")), 0);
+        assert_eq!(policies(&mut rx), ["v1"]);
+        assert!(!s.owe_policy(1));
     }
 
     #[test]
