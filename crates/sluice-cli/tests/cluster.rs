@@ -334,11 +334,14 @@ fn a_pool_holds_every_job_released_together_on_two_nodes_of_one_host_name() {
         let times = outs.each_ref().map(|o| call_times(o.path()));
         let mut a: Vec<u64> = times[0].iter().chain(&times[1]).copied().collect();
         a.sort_unstable();
+        let mut all: Vec<u64> = a.iter().chain(&times[2]).copied().collect();
+        all.sort_unstable();
         let (most_a, most_b) = (busiest_second(&a), busiest_second(&times[2]));
         let per_sec = |t: &Vec<u64>| t.len() as f64 * 1e3 / RUN_MS as f64;
         eprintln!(
-            "run {run} (B on node {b_node}): busiest second A {most_a}, B {most_b}; \
+            "run {run} (B on node {b_node}): busiest second A {most_a}, B {most_b}, pool {}; \
              A {:.0}/s + {:.0}/s, B {:.0}/s",
+            busiest_second(&all),
             per_sec(&times[0]),
             per_sec(&times[1]),
             per_sec(&times[2])
@@ -349,9 +352,8 @@ fn a_pool_holds_every_job_released_together_on_two_nodes_of_one_host_name() {
             }
         }
         if escaped.is_empty() {
-            let mut all: Vec<u64> = a.iter().chain(&times[2]).copied().collect();
-            all.sort_unstable();
-            assert_pool_held(&all, all[0], CAPACITY, 3);
+            // Each run's jobs are new: their shares move all through it, never settled.
+            assert_pool_held(&all, u64::MAX, CAPACITY, 3);
         }
     }
     assert!(
