@@ -20,6 +20,16 @@ fn interval(text: Option<&String>) -> Result<Option<Duration>> {
         .transpose()
 }
 
+/// Runs `daemon` on a runtime of its own until it returns (on SIGTERM or SIGINT).
+fn run_daemon(daemon: impl std::future::Future<Output = Result<()>>) -> Result<i32> {
+    let rt = runtime()?;
+    let result = rt.block_on(daemon);
+    // What is still running (held attachments, HTTP connections) is dropped, not waited
+    // for: a stopped daemon is gone within its grace period.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result.map(|()| 0)
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -128,8 +138,7 @@ impl LocalArgs {
             interval: interval(self.interval.as_ref())?,
             http: self.http,
         };
-        runtime()?.block_on(run_local(options))?;
-        Ok(0)
+        run_daemon(run_local(options))
     }
 }
 
@@ -165,8 +174,7 @@ impl GlobalArgs {
             config: self.config.clone(),
             interval: interval(self.interval.as_ref())?,
         };
-        runtime()?.block_on(run_global(options))?;
-        Ok(0)
+        run_daemon(run_global(options))
     }
 }
 

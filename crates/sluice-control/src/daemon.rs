@@ -1,7 +1,9 @@
 //! `sluice local` and `sluice global` as running daemons: their sockets and ports, their
-//! timers, and their signals (SIGHUP reloads the configuration, SIGTERM and SIGINT stop
-//! the daemon; the jobs it controls keep their last rates).
+//! timers, and their signals (SIGHUP reloads the configuration; SIGTERM and SIGINT stop
+//! the daemon at once, whatever is attached or connected: the jobs it controls keep their
+//! last rates, and the next start takes them back).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::Notify;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 use tonic::transport::server::Router;
@@ -69,6 +72,10 @@ pub struct GlobalOptions {
     pub interval: Option<Duration>,
 }
 
+/// How long a stopping daemon lets the answers already under way go out (an attachment
+/// made just before the signal) before it exits.
+const STOP_GRACE: Duration = Duration::from_millis(200);
+
 /// Reads `path` (or the defaults) and applies `interval`.
 fn load_config(path: Option<&PathBuf>, interval: Option<Duration>) -> Result<ControlConfig> {
     let mut config = match path {
@@ -99,6 +106,31 @@ async fn stopped() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+/// Runs `serve` until SIGTERM or SIGINT, then `stop`s, tells `serve` to shut down (its
+/// shutdown future waits on `shutdown`) and gives it [`STOP_GRACE`] at most: a
+/// launcher's attachment and a local's stream are held for as long as they live, and a
+/// graceful shutdown would wait for every one of them.
+async fn serve_until_stopped(
+    serve: impl Future<Output = Result<(), tonic::transport::Error>>,
+    shutdown: Arc<Notify>,
+    stop: impl FnOnce(),
+) -> Result<()> {
+    tokio::pin!(serve);
+    tokio::select! {
+        served = &mut serve => return Ok(served?),
+        () = stopped() => {}
+    }
+    let began = Instant::now();
+    stop();
+    shutdown.notify_one();
+    let _ = tokio::time::timeout(STOP_GRACE, serve).await;
+    tracing::info!(
+        "stopped {} ms after the signal",
+        began.elapsed().as_millis()
+    );
+    Ok(())
 }
 
 /// Median and last of recent cycle durations.
@@ -222,12 +254,28 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
         }
     }));
     tracing::info!(socket = %o.socket.display(), node = %o.node, "local controller ready");
-    router
-        .serve_with_incoming_shutdown(incoming, stopped())
-        .await
-        .context("local controller")?;
-    let _ = std::fs::remove_file(&o.socket);
-    Ok(())
+    let shutdown = Arc::new(Notify::new());
+    let serve = router.serve_with_incoming_shutdown(incoming, {
+        let shutdown = shutdown.clone();
+        async move { shutdown.notified().await }
+    });
+    serve_until_stopped(serve, shutdown, || {
+        // Launchers find no socket from now on (they start their jobs as on a node
+        // without a controller); those attached are not detached by their connections'
+        // end.
+        let _ = std::fs::remove_file(&o.socket);
+        let jobs = {
+            let mut l = local.lock().expect("local");
+            l.stop();
+            l.jobs.len()
+        };
+        tracing::info!(
+            jobs,
+            "stopping: the jobs keep their last rates; the next start adopts them"
+        );
+    })
+    .await
+    .context("local controller")
 }
 
 /// SIGHUP: the configuration file is read again; on error the one in force stays.
@@ -411,11 +459,20 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         move |_, _| global.broadcast_policy()
     }));
     tracing::info!(%addr, "global controller ready");
+    let shutdown = Arc::new(Notify::new());
     let router = server.add_service(control).add_service(admin);
-    serve_tcp(router, listener, tls)
-        .await
-        .context("global controller")?;
-    Ok(())
+    let serve = serve_tcp(router, listener, tls, {
+        let shutdown = shutdown.clone();
+        async move { shutdown.notified().await }
+    });
+    serve_until_stopped(serve, shutdown, || {
+        tracing::info!(
+            locals = global.locals(),
+            "stopping: the locals keep their last rates until a global answers again"
+        );
+    })
+    .await
+    .context("global controller")
 }
 
 /// The TLS of the global's port and what it requires of locals, every file read now, so
@@ -432,22 +489,22 @@ fn link_security(
     Ok((tls, admission))
 }
 
-/// Serves `router` on `listener` until the daemon is asked to stop; over TLS when `tls`
-/// is given.
+/// Serves `router` on `listener` until `shutdown` resolves; over TLS when `tls` is given.
 async fn serve_tcp(
     router: Router,
     listener: TcpListener,
     tls: Option<Arc<ServerConfig>>,
+    shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     match tls {
         Some(tls) => {
             router
-                .serve_with_incoming_shutdown(incoming(listener, tls), stopped())
+                .serve_with_incoming_shutdown(incoming(listener, tls), shutdown)
                 .await
         }
         None => {
             router
-                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped())
+                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
                 .await
         }
     }

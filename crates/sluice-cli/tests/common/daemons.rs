@@ -72,6 +72,20 @@ impl Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// SIGTERM, and how long it took to exit (panics after `limit`, with its log).
+    pub fn terminate(&mut self, limit: Duration) -> Duration {
+        let start = Instant::now();
+        self.signal(libc::SIGTERM);
+        while start.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(status.success(), "exited {status}: {}", self.log_text());
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("still running {limit:?} after SIGTERM: {}", self.log_text());
+    }
 }
 
 impl Drop for Daemon {
@@ -90,6 +104,8 @@ pub struct Local {
     pub dir: PathBuf,
     args: Vec<String>,
     netns: Option<String>,
+    /// Times it was started.
+    starts: u32,
     /// Its segments' directory, on tmpfs, removed with whatever a killed local left.
     _shm: TempDir,
 }
@@ -110,6 +126,16 @@ impl Local {
         netns: Option<&str>,
     ) -> Local {
         std::fs::write(dir.join("local.toml"), config).expect("config");
+        let config = ["--config".to_owned(), path_str(&dir.join("local.toml"))];
+        Self::launch(dir, &config, extra, netns)
+    }
+
+    /// `sluice local` in `dir` without `--config`; waits until it answers.
+    pub fn without_config(dir: &Path, extra: &[&str], netns: Option<&str>) -> Local {
+        Self::launch(dir, &[], extra, netns)
+    }
+
+    fn launch(dir: &Path, config: &[String], extra: &[&str], netns: Option<&str>) -> Local {
         let socket = dir.join("local.sock");
         let shm = super::shm_dir();
         // Other users' launchers open their segments in it, as in /dev/shm itself.
@@ -126,9 +152,8 @@ impl Local {
             path_str(&socket),
             "--state-dir".to_owned(),
             path_str(&dir.join("state")),
-            "--config".to_owned(),
-            path_str(&dir.join("local.toml")),
         ];
+        args.extend(config.iter().cloned());
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut local = Local {
             daemon: Daemon::start_from(bins, netns, &args, dir.join("local.log")),
@@ -136,6 +161,7 @@ impl Local {
             dir: dir.to_owned(),
             args,
             netns: netns.map(str::to_owned),
+            starts: 1,
             _shm: shm,
         };
         local.wait_ready();
@@ -156,20 +182,22 @@ impl Local {
         panic!("sluice local never answered: {}", self.daemon.log_text());
     }
 
-    /// Starts it again, same socket, state and config (after [`Daemon::kill9`]).
+    /// Starts it again, same socket, state and config (after [`Daemon::kill9`]), its
+    /// log in `local.log2`, `local.log3`…
     pub fn restart(&mut self) {
         self.restart_from(&bin_dir());
     }
 
     /// Kills it (SIGKILL) and starts the `sluice` of directory `bins` (another release's)
-    /// in its place, same socket, state and config, logging to `local.log2`.
+    /// in its place, same socket, state and config, logging to `local.log2`, `local.log3`…
     pub fn restart_from(&mut self, bins: &Path) {
         self.daemon.kill9();
+        self.starts += 1;
         self.daemon = Daemon::start_from(
             bins,
             self.netns.as_deref(),
             &self.args,
-            self.dir.join("local.log2"),
+            self.dir.join(format!("local.log{}", self.starts)),
         );
         self.wait_ready();
     }

@@ -61,6 +61,9 @@ pub struct Local {
     /// What was last sent up of each job: a job whose observations hold is left out
     /// of the next report (the global keeps what it had).
     sent: Deltas,
+    /// Whether this controller stops: a launcher's connection that closes from now on
+    /// closes because of it, not because the launcher went.
+    stopping: bool,
 }
 
 /// A handle on the local controller's state.
@@ -104,6 +107,7 @@ impl Local {
             cycle: 0,
             last_rates_cycle: 0,
             sent: Deltas::default(),
+            stopping: false,
         };
         match &local.coordinator {
             Some(c) => {
@@ -197,6 +201,9 @@ impl Local {
 
     /// A launcher's connection closed.
     pub fn detach(&mut self, job: &str, pid: u32) {
+        if self.stopping {
+            return;
+        }
         if let Some(j) = self.jobs.get_mut(job) {
             j.connected = j.connected.saturating_sub(1);
             if let Some(at) = j.record.launchers.iter().position(|&p| p == pid) {
@@ -204,6 +211,14 @@ impl Local {
             }
             state_dir::save(&self.state_dir, &j.record);
         }
+    }
+
+    /// Stops for a restart: the job records keep every launcher's pid (the connections
+    /// about to close are this controller's going, not the launchers'), so that the next
+    /// start adopts each job and ends it only once its launchers are gone. Nothing else
+    /// is left to save: records and policy are written as they change.
+    pub fn stop(&mut self) {
+        self.stopping = true;
     }
 
     /// Ends the jobs whose launchers are all gone: their segments are removed (the
