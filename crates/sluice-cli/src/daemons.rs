@@ -61,14 +61,15 @@ pub struct LocalArgs {
     /// /run/sluice/local.sock).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Where job records are kept, so that a restarted local adopts its jobs.
+    /// Where job records are kept, so that a restarted local adopts its jobs; in
+    /// single-node mode also the configuration in force (admin changes included).
     #[arg(long, value_name = "DIR", default_value = "/var/lib/sluice")]
     state_dir: PathBuf,
     /// The global controller (http://HOST:PORT or https://HOST:PORT); absent: single-node.
     #[arg(long, value_name = "URL")]
     global: Option<String>,
     /// Configuration (TOML): pools, rules and settings in single-node mode; the [admin]
-    /// table in both modes.
+    /// table in both modes. Never written: admin changes are kept in --state-dir.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
@@ -144,9 +145,10 @@ impl LocalArgs {
 
 /// Run the global controller of the cluster.
 ///
-/// It holds the pools, the administrator's rules and the job settings (--config, written
-/// back on every change), hears every local controller on one gRPC stream each, and
-/// every interval divides each pool's capacity among the running jobs.
+/// It holds the pools, the administrator's rules and the job settings (--config, and
+/// every admin change since, kept in --state-dir), hears every local controller on one
+/// gRPC stream each, and every interval divides each pool's capacity among the running
+/// jobs.
 ///
 /// Example: sluice global --listen 0.0.0.0:7401 --http 127.0.0.1:7402 --config /etc/sluice/global.toml
 #[derive(clap::Args, Debug)]
@@ -157,9 +159,14 @@ pub struct GlobalArgs {
     /// The JSON API (and later metrics and the dashboard), e.g. 127.0.0.1:7402.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Configuration (TOML); admin changes are written back to it.
+    /// Configuration (TOML). Never written: admin changes are kept in --state-dir, and
+    /// win over the file until its text changes.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Where the configuration in force is kept, so that no restart loses an admin
+    /// change.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/sluice/global")]
+    state_dir: PathBuf,
     /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
     #[arg(long, value_name = "DUR")]
     interval: Option<String>,
@@ -172,6 +179,7 @@ impl GlobalArgs {
             listen: self.listen,
             http: self.http,
             config: self.config.clone(),
+            state_dir: self.state_dir.clone(),
             interval: interval(self.interval.as_ref())?,
         };
         run_daemon(run_global(options))

@@ -1,6 +1,7 @@
 //! Administering a running controller: the admin commands and the JSON API change pools,
-//! rules and job settings; bad input changes nothing; changes survive a restart; SIGHUP
-//! reloads the file, and a new interval takes at once; only root (or the admin group) may
+//! rules and job settings; bad input changes nothing; changes are kept in the state
+//! directory (the site's file is never written) and survive a restart; SIGHUP reloads
+//! the file once it changed, and a new interval takes at once; only root (or the admin group) may
 //! change things; garbage and malformed messages on the global's port drop that connection
 //! only, and a node whose clock runs ahead does not stop the global.
 
@@ -45,7 +46,7 @@ fn ok(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Exit 2, one line on stderr, and the configuration file as it was.
+/// Exit 2, one line on stderr, and the saved configuration as it was.
 fn refused(local: &Local, args: &[&str], file: &std::path::Path) {
     let before = std::fs::read(file).unwrap();
     let o = local.admin(args);
@@ -73,6 +74,7 @@ fn changes_are_checked_persisted_and_reloaded() {
         None,
     );
     let file = dir.path().join("local.toml");
+    let saved = dir.path().join("state/config.toml");
 
     ok(&local.admin(&[
         "pool",
@@ -87,10 +89,15 @@ fn changes_are_checked_persisted_and_reloaded() {
     ]));
     ok(&local.admin(&["rule", "start", "cap: op=open rate=100/s"]));
     ok(&local.admin(&["job", "set", "42", "--pool", "md", "--limit", "1k/s"]));
-    let saved = std::fs::read_to_string(&file).unwrap();
+    let kept = std::fs::read_to_string(&saved).unwrap();
     assert!(
-        saved.contains("md") && saved.contains("cap: op=open rate=100/s") && saved.contains("42"),
-        "{saved}"
+        kept.contains("md") && kept.contains("cap: op=open rate=100/s") && kept.contains("42"),
+        "{kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "interval = \"1s\"\n",
+        "the site's file was written"
     );
 
     for bad in [
@@ -124,7 +131,7 @@ fn changes_are_checked_persisted_and_reloaded() {
         &["job", "set", "42", "--pool", "nope", "--limit", "1k/s"],
         &["job", "set", "42", "--pool", "md", "--limit", "1MiB/s"],
     ] {
-        refused(&local, bad, &file);
+        refused(&local, bad, &saved);
     }
 
     // The JSON API.
@@ -143,7 +150,7 @@ fn changes_are_checked_persisted_and_reloaded() {
         .0,
         204
     );
-    let before = std::fs::read(&file).unwrap();
+    let before = std::fs::read(&saved).unwrap();
     for (method, path, body, want) in [
         ("PUT", "/api/v1/pools/x", "{not json", 400),
         (
@@ -176,9 +183,9 @@ fn changes_are_checked_persisted_and_reloaded() {
         );
     }
     assert_eq!(
-        std::fs::read(&file).unwrap(),
+        std::fs::read(&saved).unwrap(),
         before,
-        "a refused request changed the file"
+        "a refused request changed the saved configuration"
     );
 
     // Reading needs nothing; changing needs root (or the admin group).
@@ -213,7 +220,8 @@ fn changes_are_checked_persisted_and_reloaded() {
     );
     assert!(ok(&local.admin(&["rule", "list"])).contains("cap: op=open rate=200/s"));
 
-    // SIGHUP reads the file again; a broken file is refused and the old one stays.
+    // SIGHUP reads the file again: edited, it replaces the configuration in force; a
+    // broken file is refused and the old one stays.
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("\n[[rule]]\nrule = \"by-hand: op=mkdir rate=10/s\"\n");
     std::fs::write(&file, &text).unwrap();
@@ -222,6 +230,7 @@ fn changes_are_checked_persisted_and_reloaded() {
         &local.admin(&["rule", "list"])
     )
     .contains("by-hand")));
+    assert!(!ok(&local.admin(&["rule", "list"])).contains("cap"));
     std::fs::write(&file, "interval = \"nonsense\"\n").unwrap();
     local.daemon.signal(libc::SIGHUP);
     std::thread::sleep(Duration::from_millis(500));
@@ -281,7 +290,8 @@ fn start_global(dir: &std::path::Path, extra: &[&str]) -> (Daemon, u16, String) 
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let listen = format!("127.0.0.1:{port}");
-    let args: Vec<String> = ["global", "--listen", &listen]
+    let state = dir.join("global-state").display().to_string();
+    let args: Vec<String> = ["global", "--listen", &listen, "--state-dir", &state]
         .into_iter()
         .chain(extra.iter().copied())
         .map(str::to_owned)

@@ -115,6 +115,8 @@ fn prometheus_rate_of_a_job_matches_its_calls() {
         &format!("127.0.0.1:{http}"),
         "--config",
         &path_str(&dir.path().join("global.toml")),
+        "--state-dir",
+        &path_str(&dir.path().join("global-state")),
     ]
     .iter()
     .map(|s| s.to_string())

@@ -1,6 +1,7 @@
 //! Stopping and restarting the daemons while jobs run, with real daemons and real jobs:
-//! SIGTERM stops a local at once whatever is attached, the jobs run on at their last
-//! rates, and a new local takes them back.
+//! SIGTERM stops a local or a global at once whatever is attached or connected, the jobs
+//! run on at their last rates, and a new daemon takes them back; whatever an
+//! administrator set survives every restart, with or without a configuration file.
 
 mod common;
 
@@ -11,8 +12,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::daemons::{
-    Local, busiest_second, call_times, daemon_dir, free_port, monotonic_ns, rate_between, wait_for,
+    Local, busiest_second, call_times, daemon_dir, free_port, monotonic_ns, rate_between, share,
+    wait_for,
 };
+use common::net::{Net, start_global_with, wait_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
 use serde_json::Value;
 
@@ -94,6 +97,17 @@ fn assert_rate(what: &str, times: &[u64], from: u64, to: u64, want: f64) -> f64 
         "{what}: {most} calls in one second, over {want}/s and its bursts"
     );
     got
+}
+
+/// Asserts that `times` ran at 2,000/s in the second after each restart (what stopped
+/// the daemon, when the new one answered) and in the second after that.
+fn assert_held_after(restarts: &[(&str, u64)], times: &[u64]) {
+    for &(how, up) in restarts {
+        let first = format!("the second after {how} and a restart");
+        assert_rate(&first, times, up, up + SEC, 2000.0);
+        let next = format!("the second after that ({how})");
+        assert_rate(&next, times, up + SEC, up + 2 * SEC, 2000.0);
+    }
 }
 
 /// SIGTERM with launchers holding attachments and a job in its stat loop: the local is
@@ -190,4 +204,260 @@ fn sigterm_stops_the_local_at_once_and_the_next_one_adopts_its_jobs() {
         start + 6900 * SEC / 1000,
         1000.0,
     );
+}
+
+/// The case of the issue: a local without --config, a pool set through the API, a job
+/// under it at 2,000/s; after kill -9 and a restart, then after SIGTERM and a restart,
+/// the pool is there and the job stays at its rate, in the second after the restart as
+/// later (a restart used to lose the pool, and the job ran unthrottled).
+#[test]
+fn a_pool_set_through_the_api_survives_restarts_of_a_local_without_config() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let extra = ["--node", "n1", "--interval", "500ms"];
+    let mut local = Local::without_config(dir.path(), &extra, None);
+    ok(&admin(&local, &pool_md("2k/s")));
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let mut job = stat_loop(&local, "A", &s, out.path(), "9000");
+    std::thread::sleep(Duration::from_secs(2));
+    let mut restarts = Vec::new();
+    for how in ["kill -9", "SIGTERM"] {
+        match how {
+            "kill -9" => local.daemon.kill9(),
+            _ => {
+                local.daemon.terminate(STOP_LIMIT);
+            }
+        }
+        local.restart();
+        let up = monotonic_ns();
+        let pools = local.pools();
+        assert!(
+            pools.to_string().contains("\"md\""),
+            "after {how} the pool is gone: {pools}"
+        );
+        restarts.push((how, up));
+        std::thread::sleep(Duration::from_millis(2500));
+    }
+    assert!(job.wait().unwrap().success(), "the job failed");
+    assert_held_after(&restarts, &call_times(out.path()));
+}
+
+/// The same for a global without --config in a cluster (network namespaces): a pool set
+/// through a local's socket survives kill -9 and SIGTERM of the global, and the job on
+/// the node stays at its rate; the global stops at once with a local connected.
+#[test]
+fn a_pool_set_through_the_api_survives_restarts_of_a_global_without_config() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(net) = Net::new() else { return };
+    let dir = daemon_dir();
+    let global_args = ["--interval", "500ms"];
+    let mut global = start_global_with(&net, dir.path(), &global_args);
+    wait_global(&net, &global);
+    let node_dir = dir.path().join("n1");
+    std::fs::create_dir_all(&node_dir).unwrap();
+    let extra = ["--global", "http://10.231.0.1:7401", "--node", "n1"];
+    let local = Local::start(&node_dir, "", &extra, Some(net.node_ns(0)));
+    let connected = || {
+        let o = local.admin(&["status", "--json"]);
+        serde_json::from_slice::<Value>(&o.stdout).is_ok_and(|v| v["locals"] == 1)
+    };
+    assert!(
+        wait_for(Duration::from_secs(10), connected),
+        "the local never connected: {}",
+        global.log_text()
+    );
+    // Changes reach the global from its own host (over the network they need a token,
+    // which takes a configuration file).
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", net.global_ns()])
+        .arg(common::sluice_bin())
+        .args(pool_md("2k/s"))
+        .args(["--server", "http://127.0.0.1:7401"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let mut job = stat_loop(&local, "A", &s, out.path(), "12000");
+    std::thread::sleep(Duration::from_secs(2));
+    let mut restarts = Vec::new();
+    for how in ["kill -9", "SIGTERM"] {
+        match how {
+            "kill -9" => global.kill9(),
+            _ => {
+                let took = global.terminate(STOP_LIMIT);
+                eprintln!(
+                    "the global stopped {} ms after SIGTERM, a local connected",
+                    took.as_millis()
+                );
+            }
+        }
+        global = start_global_with(&net, dir.path(), &global_args);
+        wait_global(&net, &global);
+        let up = monotonic_ns();
+        assert!(
+            wait_for(Duration::from_secs(5), connected),
+            "the local did not come back: {}",
+            global.log_text()
+        );
+        let pools = local.pools();
+        assert!(
+            pools.to_string().contains("\"md\""),
+            "after {how} the global lost the pool: {pools}"
+        );
+        assert!(
+            wait_for(Duration::from_secs(3), || share(&local.jobs(), "A", "md")
+                .is_some()),
+            "the global does not show job A under md: {}",
+            local.jobs()
+        );
+        restarts.push((how, up));
+        std::thread::sleep(Duration::from_millis(3000));
+    }
+    assert!(job.wait().unwrap().success(), "the job failed");
+    assert_held_after(&restarts, &call_times(out.path()));
+}
+
+/// With --config: an admin change is kept in the state directory (the file, the site's,
+/// is never written) and survives a restart and a SIGHUP of the unchanged file; once the
+/// file's text changes it replaces the saved configuration, on SIGHUP as at start, the
+/// replaced one kept beside it and the log naming what was dropped.
+#[test]
+fn with_a_config_file_admin_changes_last_until_the_file_changes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let file = dir.path().join("local.toml");
+    let state = dir.path().join("state");
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+                  capacity = \"5k/s\"\nalgorithm = \"psfa\"\n";
+    let mut local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    ok(&local.admin(&["rule", "start", "cap: op=open rate=100/s"]));
+    ok(&admin(&local, &pool_md("2k/s")));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), config);
+    let saved = std::fs::read_to_string(state.join("config.toml")).unwrap();
+    assert!(
+        saved.contains("cap: op=open rate=100/s") && saved.contains("capacity = \"2k/s\""),
+        "{saved}"
+    );
+    let holds = |local: &Local, rule: &str, capacity: &str| {
+        let rules = ok(&local.admin(&["rule", "list"]));
+        let pools = local.pools().to_string();
+        rules.contains(rule) && pools.contains(capacity)
+    };
+    local.restart();
+    assert!(holds(&local, "cap", "2k/s"), "{}", local.pools());
+    assert!(
+        local
+            .daemon
+            .log_text()
+            .contains("restored from the state directory"),
+        "{}",
+        local.daemon.log_text()
+    );
+    // The file as it was: a SIGHUP keeps the changes.
+    local.daemon.signal(libc::SIGHUP);
+    assert!(wait_for(Duration::from_secs(3), || local
+        .daemon
+        .log_text()
+        .contains("unchanged")));
+    assert!(holds(&local, "cap", "2k/s"), "{}", local.pools());
+    // Edited: the file's configuration replaces them.
+    std::fs::write(
+        &file,
+        format!("{config}\n[[rule]]\nrule = \"by-hand: op=mkdir rate=10/s\"\n"),
+    )
+    .unwrap();
+    local.daemon.signal(libc::SIGHUP);
+    assert!(wait_for(Duration::from_secs(3), || holds(
+        &local, "by-hand", "5k/s"
+    )));
+    assert!(!ok(&local.admin(&["rule", "list"])).contains("cap"));
+    let log = local.daemon.log_text();
+    assert!(log.contains("pool md, rule cap"), "{log}");
+    let replaced = std::fs::read_to_string(state.join("config.replaced.toml")).unwrap();
+    assert!(replaced.contains("cap: op=open rate=100/s"), "{replaced}");
+    // A change, then the file edited while the local is down: at start the file wins.
+    ok(&local.admin(&["rule", "start", "later: op=open rate=50/s"]));
+    local.daemon.kill9();
+    std::fs::write(&file, config).unwrap();
+    local.restart();
+    assert!(
+        local.pools().to_string().contains("5k/s"),
+        "{}",
+        local.pools()
+    );
+    let rules = ok(&local.admin(&["rule", "list"]));
+    assert!(
+        !rules.contains("later") && !rules.contains("by-hand"),
+        "{rules}"
+    );
+    let log = local.daemon.log_text();
+    assert!(log.contains("rule by-hand, rule later"), "{log}");
+}
+
+/// A state directory the daemon cannot write is an error at start, one line, for a
+/// local and for a global (not a loss at the next restart).
+#[test]
+fn an_unwritable_state_directory_is_an_error_at_start() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let state = dir.path().join("ro");
+    std::fs::create_dir(&state).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "sluice-test-ro"])
+        .arg(&state)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a read-only tmpfs here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(state.clone());
+    let socket = dir.path().join("local.sock");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    for (what, args) in [
+        (
+            "single-node local",
+            vec!["local", "--node", "n1", "--socket", &path_str(&socket)],
+        ),
+        (
+            "local in a cluster",
+            vec![
+                "local",
+                "--node",
+                "n1",
+                "--socket",
+                &path_str(&socket),
+                "--global",
+                "http://127.0.0.1:9",
+            ],
+        ),
+        ("global", vec!["global", "--listen", &listen]),
+    ] {
+        let o = std::process::Command::new(common::sluice_bin())
+            .args(&args)
+            .arg("--state-dir")
+            .arg(&state)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let last = err.trim().lines().last().unwrap_or_default().to_owned();
+        assert!(!o.status.success(), "{what} started: {err}");
+        assert!(
+            last.starts_with("sluice: ")
+                && last.contains("state directory")
+                && last.contains("Read-only file system"),
+            "{what}: {err}"
+        );
+        eprintln!("{what}: {last}");
+    }
 }

@@ -1,11 +1,11 @@
 //! The state a global controller holds, and a local one in single-node mode: the
 //! configuration (pools, admin rules, job settings) with its file, and the [`Cluster`]
-//! computation it drives. Every admin change is checked whole, applied to the running
-//! computation and written back to the file atomically before it is acknowledged, so a
-//! restart loses nothing an administrator set.
+//! computation it drives. Every admin change is checked whole, saved atomically in the
+//! state directory before it is acknowledged, and applied to the running computation, so
+//! a restart loses nothing an administrator set (see [`ConfigStore`] for how the saved
+//! configuration and the site's file combine).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use sluice_core::rule::Rate;
 use sluice_policy::ParamValue;
@@ -14,14 +14,14 @@ use sluice_policy::registry::INTERVAL_S;
 use crate::cluster::{
     AutoCapacity, Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView,
 };
-use crate::config::{AdminError, AdminErrorKind, ControlConfig};
+use crate::config::{AdminError, AdminErrorKind, ConfigStore, ControlConfig, Reloaded};
 use crate::proto;
 
 /// The configuration and the computation it drives.
 pub struct Coordinator {
     config: ControlConfig,
-    /// Where changes are written back; `None` keeps them in memory only.
-    path: Option<PathBuf>,
+    /// Where the configuration comes from and is kept; `None` keeps it in memory only.
+    store: Option<ConfigStore>,
     cluster: Cluster,
     /// Bumped on every change of pools or rules, so that sessions know to resend them.
     policy_version: u64,
@@ -59,11 +59,11 @@ impl ChangeError {
 }
 
 impl Coordinator {
-    /// A coordinator running `config`; changes are saved to `path` when given.
-    pub fn new(config: ControlConfig, path: Option<PathBuf>) -> Result<Self, ChangeError> {
+    /// A coordinator running `config`; changes are saved in `store` when given.
+    pub fn new(config: ControlConfig, store: Option<ConfigStore>) -> Result<Self, ChangeError> {
         let mut c = Coordinator {
             config: ControlConfig::default(),
-            path,
+            store,
             cluster: Cluster::new(Default::default())?,
             policy_version: 0,
             settings: Vec::new(),
@@ -110,13 +110,20 @@ impl Coordinator {
         }
     }
 
-    /// Reads the configuration file again (SIGHUP); on error the one in force stays.
-    pub fn reload(&mut self) -> Result<(), ChangeError> {
-        let Some(path) = self.path.clone() else {
-            return Ok(());
+    /// Reads the configuration file again (SIGHUP): a file whose text changed since it
+    /// was last read replaces the configuration in force; on error the one in force
+    /// stays.
+    pub fn reload(&mut self) -> Result<Reloaded, ChangeError> {
+        let Some(store) = self.store.clone() else {
+            return Ok(Reloaded::NoFile);
         };
-        let config = ControlConfig::load(&path)?;
-        self.install(config)
+        let reloaded = store.reload(&self.config)?;
+        if let Reloaded::Changed { config, text, .. } = &reloaded {
+            let before = self.config.clone();
+            self.install(ControlConfig::clone(config))?;
+            store.keep_file(&before, config, text)?;
+        }
+        Ok(reloaded)
     }
 
     /// Applies an admin change: checked on a copy, given to the computation, saved, and
@@ -127,8 +134,8 @@ impl Coordinator {
     ) -> Result<(), ChangeError> {
         let mut next = self.config.clone();
         edit(&mut next)?;
-        if let Some(path) = &self.path {
-            next.save(path)?;
+        if let Some(store) = &self.store {
+            store.save(&next)?;
         }
         self.install(next)
     }

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,10 @@ use tonic::transport::Server;
 use tonic::transport::server::Router;
 
 use crate::admin::{AdminService, Auth, ForwardAdmin, Hooks};
-use crate::config::{AdminConfig, ControlConfig};
+use crate::config::persist::unwritable;
+use crate::config::{
+    AdminConfig, ConfigError, ConfigStore, ControlConfig, FileReplaced, Reloaded, StartedFrom,
+};
 use crate::coordinator::Coordinator;
 use crate::global::{ControlService, Global, cycle_at, run_deadlines};
 use crate::http::{api_router, metrics_router};
@@ -41,7 +44,8 @@ const MAX_MESSAGE: usize = 4 * 1024 * 1024;
 pub struct LocalOptions {
     /// The UNIX socket launchers and admin commands reach.
     pub socket: PathBuf,
-    /// Where job records are kept across restarts.
+    /// Where job records are kept across restarts, and in single-node mode the
+    /// configuration in force.
     pub state_dir: PathBuf,
     /// Where segments are created (a tmpfs).
     pub shm_dir: PathBuf,
@@ -68,6 +72,8 @@ pub struct GlobalOptions {
     pub http: Option<SocketAddr>,
     /// Pools, rules, settings, admin table.
     pub config: Option<PathBuf>,
+    /// Where the configuration in force is kept across restarts.
+    pub state_dir: PathBuf,
     /// Overrides the configuration's interval.
     pub interval: Option<Duration>,
 }
@@ -76,7 +82,8 @@ pub struct GlobalOptions {
 /// made just before the signal) before it exits.
 const STOP_GRACE: Duration = Duration::from_millis(200);
 
-/// Reads `path` (or the defaults) and applies `interval`.
+/// Reads `path` (or the defaults) and applies `interval`: a local in a cluster, whose
+/// file holds its `[admin]` table only.
 fn load_config(path: Option<&PathBuf>, interval: Option<Duration>) -> Result<ControlConfig> {
     let mut config = match path {
         Some(p) if p.exists() => ControlConfig::load(p)?,
@@ -86,6 +93,31 @@ fn load_config(path: Option<&PathBuf>, interval: Option<Duration>) -> Result<Con
         config.interval = i;
     }
     Ok(config)
+}
+
+/// The coordinator of a global or of a single-node local: the configuration its `file`
+/// and its `state_dir` give (see [`ConfigStore`]), with `interval` over theirs; where it
+/// came from is logged.
+fn coordinator_of(
+    file: Option<PathBuf>,
+    state_dir: &Path,
+    interval: Option<Duration>,
+) -> Result<Coordinator> {
+    let explained = |e: ConfigError| match e {
+        ConfigError::Write { .. } => anyhow::Error::new(e).context(unwritable(state_dir)),
+        e => e.into(),
+    };
+    let store = ConfigStore::new(file.clone(), state_dir.to_owned()).map_err(explained)?;
+    let started = store.start(interval).map_err(explained)?;
+    let file = file.as_ref().map(|f| f.display().to_string());
+    let state = state_dir.display();
+    match &started.from {
+        StartedFrom::FileChanged { dropped } if !dropped.is_empty() => {
+            tracing::warn!(?file, %state, "configuration: {started}");
+        }
+        _ => tracing::info!(?file, %state, "configuration: {started}"),
+    }
+    Ok(Coordinator::new(started.config, Some(store))?)
 }
 
 fn auth_of(config: &ControlConfig) -> Result<Auth> {
@@ -187,16 +219,15 @@ impl Hooks for LocalHooks {
 
 /// Runs a local controller until SIGTERM or SIGINT.
 pub async fn run_local(o: LocalOptions) -> Result<()> {
-    let config = load_config(o.config.as_ref(), o.interval)?;
+    let (config, coordinator) = match o.global {
+        None => {
+            let c = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
+            (c.config().clone(), Some(Arc::new(Mutex::new(c))))
+        }
+        Some(_) => (load_config(o.config.as_ref(), o.interval)?, None),
+    };
     let auth = auth_of(&config)?;
     let interval = config.interval;
-    let coordinator = match o.global {
-        None => Some(Arc::new(Mutex::new(Coordinator::new(
-            config,
-            o.config.clone(),
-        )?))),
-        Some(_) => None,
-    };
     let local = Local::new(
         o.node.clone(),
         o.state_dir.clone(),
@@ -292,16 +323,21 @@ async fn reload_on_hup(
         // takes the two locks in the other order.
         let reloaded = {
             let mut c = c.lock().expect("coordinator");
-            c.reload().map(|()| (c.policy(), c.config().interval))
+            c.reload().map(|r| (r, c.policy(), c.config().interval))
         };
-        match reloaded
-            .map_err(anyhow::Error::from)
-            .and_then(|(p, interval)| Ok((Policy::from_proto(&p)?, interval)))
-        {
-            Ok((p, interval)) => {
-                tracing::info!("configuration reloaded");
-                apply(p, interval);
-            }
+        match reloaded {
+            Ok((Reloaded::NoFile, ..)) => tracing::info!("SIGHUP: no --config file to read"),
+            Ok((Reloaded::Unchanged, ..)) => tracing::info!(
+                "SIGHUP: the configuration file is unchanged since it was last read; \
+                 the configuration in force stays, with the admin changes made since"
+            ),
+            Ok((Reloaded::Changed { dropped, .. }, p, interval)) => match Policy::from_proto(&p) {
+                Ok(p) => {
+                    tracing::info!("configuration reloaded: {}", FileReplaced(&dropped));
+                    apply(p, interval);
+                }
+                Err(e) => tracing::error!("configuration not applied: {e:#}"),
+            },
             Err(e) => tracing::error!("configuration not reloaded: {e:#}"),
         }
     }
@@ -424,11 +460,12 @@ fn spawn_http(addr: SocketAddr, routes: axum::Router) {
 
 /// Runs a global controller until SIGTERM or SIGINT.
 pub async fn run_global(o: GlobalOptions) -> Result<()> {
-    let config = load_config(o.config.as_ref(), o.interval)?;
+    let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
+    let config = coordinator.config().clone();
     let auth = auth_of(&config)?;
     let (tls, admission) = link_security(&config.admin, &auth)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
-    let global = Global::new(Coordinator::new(config, o.config.clone())?, metrics);
+    let global = Global::new(coordinator, metrics);
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;

@@ -167,6 +167,8 @@ fn start_global(
             .args(["--interval", &format_duration(o.interval)])
             .arg("--config")
             .arg(&config)
+            .arg("--state-dir")
+            .arg(dir.join("global-state"))
             .env("SLUICE_LOG_LEVEL", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -631,6 +631,8 @@ fn start_controllers(
             .args(["global", "--listen", &format!("127.0.0.1:{port}")])
             .arg("--config")
             .arg(work.join("global.toml"))
+            .arg("--state-dir")
+            .arg(work.join("state-global"))
             .args(["--interval", &interval]),
         &logs[0],
         "sluice global",

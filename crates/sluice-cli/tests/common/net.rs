@@ -106,11 +106,20 @@ pub fn wait_global(net: &Net, global: &Daemon) {
     assert!(answers, "the global never answered: {}", global.log_text());
 }
 
+/// The global in its namespace on port 7401, with `dir/global.toml` and its state in
+/// `dir/global-state`.
 pub fn start_global(net: &Net, dir: &std::path::Path) -> Daemon {
-    let args: Vec<String> = ["global", "--listen", "0.0.0.0:7401", "--config"]
+    start_global_with(net, dir, &["--config", &path_str(&dir.join("global.toml"))])
+}
+
+/// The global in its namespace on port 7401, its state in `dir/global-state`, with
+/// `extra` arguments.
+pub fn start_global_with(net: &Net, dir: &std::path::Path, extra: &[&str]) -> Daemon {
+    let state = path_str(&dir.join("global-state"));
+    let args: Vec<String> = ["global", "--listen", "0.0.0.0:7401", "--state-dir", &state]
         .iter()
+        .chain(extra)
         .map(|s| s.to_string())
-        .chain([path_str(&dir.join("global.toml"))])
         .collect();
     Daemon::start(
         Some(net.global_ns()),

@@ -42,6 +42,7 @@ mod file;
 mod job;
 pub(crate) mod persist;
 mod pool;
+mod store;
 #[cfg(test)]
 mod tests;
 
@@ -58,6 +59,7 @@ pub use duration::{
 };
 pub use job::JobSpec;
 pub use pool::{AutoSpec, PoolSpec};
+pub use store::{ConfigStore, FileReplaced, Reloaded, Started, StartedFrom};
 
 /// Everything the global controller (or a local one in single-node mode) is configured
 /// with; see the module documentation for the file format.

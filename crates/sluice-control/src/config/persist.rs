@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 /// the administrator's business alone.
 const NEW_FILE_MODE: u32 = 0o600;
 
+/// What a daemon says of a state directory it cannot write, before the system's reason.
+pub(crate) fn unwritable(state_dir: &Path) -> String {
+    format!(
+        "the state directory {} must be writable by this daemon (--state-dir)",
+        state_dir.display()
+    )
+}
+
 /// Writes `bytes` to `path` by way of a temporary file in the same directory (so that
 /// the rename stays on one file system), synced before the rename and followed by a sync
 /// of the directory (so that the rename itself survives a crash). An existing file's

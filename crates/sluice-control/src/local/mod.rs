@@ -109,6 +109,7 @@ impl Local {
             sent: Deltas::default(),
             stopping: false,
         };
+        state_dir::check_writable(&local.state_dir)?;
         match &local.coordinator {
             Some(c) => {
                 let policy = c.lock().expect("coordinator").policy();

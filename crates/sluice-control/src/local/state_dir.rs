@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::JobRecord;
-use crate::config::persist::write_atomically;
+use crate::config::persist::{unwritable, write_atomically};
 use crate::segment_file::file_safe;
 
 fn jobs_dir(state_dir: &Path) -> PathBuf {
@@ -15,6 +15,19 @@ fn jobs_dir(state_dir: &Path) -> PathBuf {
 
 fn record_path(state_dir: &Path, job: &str) -> PathBuf {
     jobs_dir(state_dir).join(format!("{}.json", file_safe(job)))
+}
+
+/// Fails, with one line saying what to do, unless this process may write in
+/// `state_dir` (created if need be): a record that cannot be saved is a job lost at the
+/// next restart, better known at start.
+pub fn check_writable(state_dir: &Path) -> Result<()> {
+    let what = || unwritable(state_dir);
+    let dir = jobs_dir(state_dir);
+    std::fs::create_dir_all(&dir).with_context(what)?;
+    let probe = dir.join(".writable");
+    write_atomically(&probe, b"").with_context(what)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Every record in `state_dir`; one that cannot be read is logged and skipped.

@@ -3,6 +3,7 @@
 
 mod admin;
 mod file;
+mod store;
 
 use super::ControlConfig;
 
