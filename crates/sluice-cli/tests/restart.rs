@@ -7,13 +7,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Child;
+use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::daemons::{
-    Local, busiest_second, call_times, daemon_dir, free_port, monotonic_ns, rate_between, share,
-    wait_for,
+    Daemon, Local, busiest_second, call_times, daemon_dir, free_port, monotonic_ns, rate_between,
+    share, wait_for,
 };
 use common::net::{Net, start_global_with, wait_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
@@ -317,6 +317,80 @@ fn a_pool_set_through_the_api_survives_restarts_of_a_global_without_config() {
     }
     assert!(job.wait().unwrap().success(), "the job failed");
     assert_held_after(&restarts, &call_times(out.path()));
+}
+
+/// A local in a cluster restarted while its global is down: the pools the global sent
+/// last are in force again before its jobs are adopted, and the job stays at its rate;
+/// with that saved policy damaged, the adopted job keeps the pools its segment holds.
+#[test]
+fn a_local_restarted_while_its_global_is_down_keeps_the_pools_in_force() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let args: Vec<String> = [
+        "global",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--state-dir",
+        &path_str(&dir.path().join("global-state")),
+        "--interval",
+        "500ms",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut global = Daemon::start(None, &args, dir.path().join("global.log"));
+    let mut pool = pool_md("2k/s");
+    pool.extend(["--server".to_owned(), url.clone()]);
+    let o = || {
+        Command::new(common::sluice_bin())
+            .args(&pool)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        wait_for(Duration::from_secs(10), || o().status.success()),
+        "the global never took the pool: {}",
+        global.log_text()
+    );
+    let node_dir = dir.path().join("n1");
+    std::fs::create_dir_all(&node_dir).unwrap();
+    let extra = [
+        "--global",
+        url.as_str(),
+        "--node",
+        "n1",
+        "--interval",
+        "500ms",
+    ];
+    let mut local = Local::start(&node_dir, "", &extra, None);
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let mut job = stat_loop(&local, "A", &s, out.path(), "8000");
+    assert!(
+        wait_for(Duration::from_secs(5), || share(&local.jobs(), "A", "md")
+            .is_some()),
+        "job A never showed under md: {}",
+        local.jobs()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    global.kill9();
+    let mut restarts = Vec::new();
+    for how in ["kill -9 (global down)", "kill -9 (policy damaged)"] {
+        if how.contains("damaged") {
+            std::fs::write(node_dir.join("state/policy.json"), "{ not json").unwrap();
+        }
+        local.restart_alone();
+        restarts.push((how, monotonic_ns()));
+        std::thread::sleep(Duration::from_millis(2500));
+    }
+    assert!(job.wait().unwrap().success(), "the job failed");
+    assert_held_after(&restarts, &call_times(out.path()));
+    assert!(
+        local.daemon.log_text().contains("saved policy ignored"),
+        "{}",
+        local.daemon.log_text()
+    );
 }
 
 /// With --config: an admin change is kept in the state directory (the file, the site's,

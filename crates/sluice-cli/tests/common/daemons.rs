@@ -191,6 +191,25 @@ impl Local {
     /// Kills it (SIGKILL) and starts the `sluice` of directory `bins` (another release's)
     /// in its place, same socket, state and config, logging to `local.log2`, `local.log3`…
     pub fn restart_from(&mut self, bins: &Path) {
+        self.respawn(bins);
+        self.wait_ready();
+    }
+
+    /// Starts it again like [`Local::restart`], ready once its log says so: its admin
+    /// commands go to its global, which may be down.
+    pub fn restart_alone(&mut self) {
+        self.respawn(&bin_dir());
+        let ready = wait_for(Duration::from_secs(20), || {
+            self.daemon.log_text().contains("local controller ready")
+        });
+        assert!(
+            ready,
+            "sluice local never got ready: {}",
+            self.daemon.log_text()
+        );
+    }
+
+    fn respawn(&mut self, bins: &Path) {
         self.daemon.kill9();
         self.starts += 1;
         self.daemon = Daemon::start_from(
@@ -199,7 +218,6 @@ impl Local {
             &self.args,
             self.dir.join(format!("local.log{}", self.starts)),
         );
-        self.wait_ready();
     }
 
     /// `sluice ARGS… --socket SOCKET`.

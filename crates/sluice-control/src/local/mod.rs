@@ -110,23 +110,26 @@ impl Local {
             stopping: false,
         };
         state_dir::check_writable(&local.state_dir)?;
-        match &local.coordinator {
+        // The policy is in force before the first job is adopted: the coordinator's, or
+        // in a cluster the one the global sent last, until it answers. Without one, the
+        // adopted jobs keep what their segments hold.
+        let restored = match &local.coordinator {
             Some(c) => {
                 let policy = c.lock().expect("coordinator").policy();
-                local.policy = Policy::from_proto(&policy)?;
+                Some(Policy::from_proto(&policy)?)
             }
-            // Until the global answers, the pools and rules it sent last stay in force.
-            None => {
-                if let Some(p) = state_dir::load_policy(&local.state_dir) {
-                    local.policy = p;
-                }
-            }
+            None => state_dir::load_policy(&local.state_dir),
+        };
+        if let Some(p) = &restored {
+            local.policy = p.clone();
         }
         for record in state_dir::load(&local.state_dir)? {
             let id = record.job.clone();
             match LocalJob::adopt(record) {
                 Ok(mut job) => {
-                    if let Err(e) = job.apply_policy(&local.policy) {
+                    if restored.is_some()
+                        && let Err(e) = job.apply_policy(&local.policy)
+                    {
                         tracing::warn!(job = %id, "adopted job keeps its rules: {e:#}");
                     }
                     log_adopted(&id, &job);

@@ -99,15 +99,36 @@ pub fn save_policy(state_dir: &Path, policy: &super::Policy) {
     }
 }
 
-/// The policy saved last, if any and readable.
+/// The policy saved last, if any; one that cannot be read is logged and ignored.
 pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
-    let bytes = std::fs::read(policy_path(state_dir)).ok()?;
-    let saved: SavedPolicy = serde_json::from_slice(&bytes).ok()?;
-    let proto = crate::proto::Policy {
-        pools: saved.pools,
-        rules: saved.rules,
-        interval_s: 0.0,
-        watches: saved.watches,
+    let path = policy_path(state_dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return ignored(&path, e.into()),
     };
-    super::Policy::from_proto(&proto).ok()
+    let policy = serde_json::from_slice::<SavedPolicy>(&bytes)
+        .map_err(anyhow::Error::from)
+        .and_then(|saved| {
+            super::Policy::from_proto(&crate::proto::Policy {
+                pools: saved.pools,
+                rules: saved.rules,
+                interval_s: 0.0,
+                watches: saved.watches,
+            })
+        });
+    match policy {
+        Ok(policy) => Some(policy),
+        Err(e) => ignored(&path, e),
+    }
+}
+
+/// No policy, and the log says why the one at `path` was not read.
+fn ignored(path: &Path, e: anyhow::Error) -> Option<super::Policy> {
+    tracing::warn!(
+        path = %path.display(),
+        "saved policy ignored, the adopted jobs keep what their segments hold until the \
+         global answers: {e:#}"
+    );
+    None
 }
