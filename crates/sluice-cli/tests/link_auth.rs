@@ -54,6 +54,8 @@ impl Global {
             &format!("127.0.0.1:{port}"),
             "--config",
             &path_str(&config),
+            "--state-dir",
+            &path_str(&dir.join("global-state")),
         ]
         .map(str::to_owned);
         let daemon = Daemon::start(None, &args, dir.join("global.log"));
@@ -435,7 +437,16 @@ fn unusable_credentials_stop_a_daemon_at_start_with_one_line() {
         let config = dir.path().join(format!("global{n}.toml"));
         std::fs::write(&config, format!("[admin]\n{admin}\n")).unwrap();
         let (listen, config) = (format!("127.0.0.1:{}", free_port()), path_str(&config));
-        run(&["global", "--listen", &listen, "--config", &config])
+        let state = path_str(&dir.path().join(format!("global{n}-state")));
+        run(&[
+            "global",
+            "--listen",
+            &listen,
+            "--config",
+            &config,
+            "--state-dir",
+            &state,
+        ])
     };
     let cert_key = |key: &str| {
         format!(
