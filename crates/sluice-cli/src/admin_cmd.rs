@@ -10,7 +10,7 @@ use sluice_control::proto::{
     Empty, JobSetRequest, NameRequest, PoolSetRequest, RuleChangeRequest, RuleStartRequest,
 };
 
-use crate::client::{ServerArgs, block_on, refused};
+use crate::client::ServerArgs;
 
 /// `sluice job …`.
 #[derive(clap::Subcommand, Debug)]
@@ -141,11 +141,7 @@ fn print(json: bool, value: Value, table: impl FnOnce(&Value) -> String) {
 impl StatusArgs {
     /// Prints the status.
     pub fn run(&self) -> Result<i32> {
-        let s = block_on(async {
-            let mut c = self.server.admin().await?;
-            c.status(Empty {}).await.map_err(refused)
-        })?
-        .into_inner();
+        let s = self.server.ask(async |c| c.status(Empty {}).await)?;
         let value = status_json(&s);
         print(self.server.json, value, |_| {
             format!(
@@ -170,11 +166,7 @@ impl StatusArgs {
 impl JobsArgs {
     /// Prints the jobs.
     pub fn run(&self) -> Result<i32> {
-        let reply = block_on(async {
-            let mut c = self.server.admin().await?;
-            c.jobs(Empty {}).await.map_err(refused)
-        })?
-        .into_inner();
+        let reply = self.server.ask(async |c| c.jobs(Empty {}).await)?;
         print(self.server.json, jobs_json(&reply), |_| {
             let mut out = format!(
                 "{:<16} {:<10} {:<12} {:>12} {:>12} {:>12}  NODES\n",
@@ -226,14 +218,7 @@ impl JobCmd {
             clear_limit: *clear_limit,
             clear_weight: *clear_weight,
         };
-        block_on(async {
-            server
-                .admin()
-                .await?
-                .job_set(request)
-                .await
-                .map_err(refused)
-        })?;
+        server.ask(async |c| c.job_set(request).await)?;
         Ok(0)
     }
 }
@@ -257,36 +242,14 @@ impl PoolCmd {
                     algorithm: algorithm.clone(),
                     params: params.clone(),
                 };
-                block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .pool_set(request)
-                        .await
-                        .map_err(refused)
-                })?;
+                server.ask(async |c| c.pool_set(request).await)?;
             }
             PoolCmd::Rm { name, server } => {
                 let request = NameRequest { name: name.clone() };
-                block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .pool_rm(request)
-                        .await
-                        .map_err(refused)
-                })?;
+                server.ask(async |c| c.pool_rm(request).await)?;
             }
             PoolCmd::List { server } => {
-                let reply = block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .pool_list(Empty {})
-                        .await
-                        .map_err(refused)
-                })?
-                .into_inner();
+                let reply = server.ask(async |c| c.pool_list(Empty {}).await)?;
                 print(server.json, pools_json(&reply), |_| {
                     let mut out = format!(
                         "{:<14} {:>10} {:<10} {:>12} {:>12} {:>5}  MATCH\n",
@@ -323,14 +286,7 @@ impl RuleAdmin {
         match self {
             RuleAdmin::Start { rule, server } => {
                 let request = RuleStartRequest { rule: rule.clone() };
-                block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .rule_start(request)
-                        .await
-                        .map_err(refused)
-                })?;
+                server.ask(async |c| c.rule_start(request).await)?;
             }
             RuleAdmin::Change {
                 name,
@@ -341,36 +297,14 @@ impl RuleAdmin {
                     name: name.clone(),
                     change: change.join(" "),
                 };
-                block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .rule_change(request)
-                        .await
-                        .map_err(refused)
-                })?;
+                server.ask(async |c| c.rule_change(request).await)?;
             }
             RuleAdmin::Stop { name, server } => {
                 let request = NameRequest { name: name.clone() };
-                block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .rule_stop(request)
-                        .await
-                        .map_err(refused)
-                })?;
+                server.ask(async |c| c.rule_stop(request).await)?;
             }
             RuleAdmin::List { server } => {
-                let reply = block_on(async {
-                    server
-                        .admin()
-                        .await?
-                        .rule_list(Empty {})
-                        .await
-                        .map_err(refused)
-                })?
-                .into_inner();
+                let reply = server.ask(async |c| c.rule_list(Empty {}).await)?;
                 print(server.json, json!({ "rules": reply.rules }), |_| {
                     reply.rules.iter().map(|r| format!("{r}\n")).collect()
                 });

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use sluice_control::launcher::{Attach, Held};
+
 use crate::Usage;
 use crate::run::{JobSpec, stage_path};
 
@@ -16,7 +18,9 @@ use crate::run::{JobSpec, stage_path};
 /// Prints the lines `export LD_PRELOAD=…` and `export SLUICE_SEGMENT=…` that put the
 /// process under the stage (a TaskProlog's exports go into the task's environment), and
 /// holds the attachment in the background until process PID ends. With no local
-/// controller on the node it prints nothing: the process runs untouched.
+/// controller on the node it prints nothing: the process runs untouched. A controller
+/// that does not answer within --deadline is passed by: the process runs standalone,
+/// under the job's own rules (or, with --unreachable refuse, this command fails).
 ///
 /// Example, as a TaskProlog: exec sluice attach --fs-type lustre --while-pid "$SLURM_TASK_PID"
 #[derive(clap::Args, Debug)]
@@ -66,26 +70,36 @@ impl AttachArgs {
         Ok(0)
     }
 
-    /// The background process: attaches, answers on `answer` (the segment, nothing when
-    /// no controller listens, `!` and the error), lets go of the caller's terminal and
-    /// pipes, and holds the attachment until the process ends. Returns its exit status.
+    /// The background process: attaches (or, past a silent controller, makes a segment
+    /// of the job's own), answers on `answer` (the segment, nothing when no controller
+    /// listens, `!` and the error), lets go of the caller's terminal and pipes, and holds
+    /// the attachment or the segment until the process ends. Returns its exit status.
     fn hold(&self, config: &sluice_core::config::StageConfig, answer: OwnedFd) -> i32 {
         // SAFETY: setsid has no preconditions; the holder must outlive its caller's
         // session (a TaskProlog's).
         unsafe { libc::setsid() };
-        let attached = self.spec.attach(config);
+        let held = self
+            .spec
+            .attach(config)
+            .and_then(|attached| match attached {
+                Attach::Attached(a) => Ok(Some(Held::Attached(a))),
+                Attach::Unanswered(_) => {
+                    (self.spec.standalone_segment(config)).map(|s| Some(Held::Alone(s)))
+                }
+                Attach::Absent => Ok(None),
+            });
         let mut answer = std::fs::File::from(answer);
-        let _ = match &attached {
-            Ok(Some(a)) => writeln!(answer, "{}", a.segment.display()),
+        let _ = match &held {
+            Ok(Some(h)) => writeln!(answer, "{}", h.segment().display()),
             Ok(None) => Ok(()),
             Err(e) => writeln!(answer, "!{e:#}"),
         };
         drop(answer);
         detach_stdio();
-        if let Ok(Some(_)) = attached {
+        if let Ok(Some(_)) = held {
             wait_for_exit(self.while_pid);
         }
-        i32::from(attached.is_err())
+        i32::from(held.is_err())
     }
 }
 

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use sluice_control::daemon::{LocalOptions, run_local};
 use sluice_control::proto::Empty;
 use sluice_control::proto::admin_client::AdminClient;
-use sluice_control::transport::{ConnectOptions, Endpoint, connect};
+use sluice_control::transport::{ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within};
 use sluice_workload::plot::{Panel, Series, png};
 
 use crate::Usage;
@@ -329,9 +329,10 @@ impl DemoArgs {
             let due = INTERVAL.as_secs_f64() * f64::from(tick);
             if t >= due {
                 let reply = rt
-                    .block_on(admin.jobs(Empty {}))
-                    .context("cannot ask the local controller")?
-                    .into_inner();
+                    .block_on(within(&endpoint, DEFAULT_DEADLINE, async {
+                        Ok(admin.jobs(Empty {}).await?.into_inner())
+                    }))
+                    .context("cannot ask the local controller")?;
                 let mut latest: [Option<(f64, f64)>; 4] = [None; 4];
                 for info in reply.jobs {
                     let (Some(i), Some(share)) = (

@@ -5,6 +5,7 @@ use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use sluice_core::classify::Compiled;
@@ -13,12 +14,12 @@ use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
 use sluice_core::segment::MAX_RULES;
 use sluice_core::stats::Stats;
 
-use sluice_control::launcher::{Attachment, attach};
+use sluice_control::launcher::{Attach, Unreachable, attach};
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
 
 use crate::Usage;
-use crate::client::{local_socket, refused};
+use crate::client::{deadline, local_socket, refused};
 use crate::identity;
 
 /// Run a command under rules.
@@ -27,7 +28,9 @@ use crate::identity;
 /// file-system calls to the rules given. When the node's local controller listens (see
 /// --socket), the job is attached to it: every `sluice run` of the job on the node shares
 /// one budget, and the controller's pools and rules apply too. Otherwise it runs
-/// standalone, with only the rules given.
+/// standalone, with only the rules given. A controller that does not answer within
+/// --deadline is passed by: the command runs standalone (or, with --unreachable refuse,
+/// not at all), and one line on stderr says so.
 ///
 /// Rules are tried in order, first match wins: `--rule` options in the order given, then
 /// the rules of `--rules FILE`. Without `--mount` or `--fs-type`, every path is managed
@@ -76,6 +79,20 @@ pub struct JobSpec {
     /// /run/sluice/local.sock); when nothing listens there, the job runs standalone.
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// How long to wait for the local controller's answer, e.g. 500ms or 5s.
+    #[arg(long, value_name = "DUR", env = "SLUICE_DEADLINE", default_value = "2s",
+          value_parser = deadline)]
+    deadline: Duration,
+    /// What to do when the local controller's socket is there but nothing answers within
+    /// --deadline: 'standalone' runs the job under its own rules only; 'refuse' does not
+    /// run it. Sites set it for everyone with $SLUICE_UNREACHABLE.
+    #[arg(
+        long,
+        value_name = "standalone|refuse",
+        env = "SLUICE_UNREACHABLE",
+        default_value = "standalone"
+    )]
+    unreachable: Unreachable,
 }
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -94,15 +111,12 @@ impl RunArgs {
         let config = self.spec.config(&self.command[0])?;
         let stage = stage_path()?;
         let attached = match self.standalone {
-            true => None,
+            true => Attach::Absent,
             false => self.spec.attach(&config)?,
         };
         let seg = match &attached {
-            Some(a) => SegmentFile::open(a.segment.clone())?,
-            None => {
-                let name = format!("sluice.{}.{}", file_safe(&config.job), std::process::id());
-                SegmentFile::create(Path::new(SHM_DIR).join(name), &config, &[], None)?
-            }
+            Attach::Attached(a) => SegmentFile::open(a.segment.clone())?,
+            Attach::Absent | Attach::Unanswered(_) => self.spec.standalone_segment(&config)?,
         };
         let mut preload = stage.display().to_string();
         if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
@@ -156,20 +170,23 @@ impl RunArgs {
 }
 
 impl JobSpec {
-    /// Attaches to the node's local controller, `None` when none listens.
-    pub fn attach(&self, config: &StageConfig) -> Result<Option<Attachment>> {
+    /// Attaches to the node's local controller. A controller that does not answer in time
+    /// is [`Attach::Unanswered`] after one line on stderr when the site lets the job run
+    /// standalone, an error when it does not; a refusal is an error.
+    pub fn attach(&self, config: &StageConfig) -> Result<Attach> {
         let socket = local_socket(self.socket.as_ref());
-        let attached = attach(&socket, self.attach_request(config)).map_err(|e| match e
-            .downcast::<tonic::Status>(
-        ) {
-            Ok(status) => refused(status),
-            Err(e) => e,
-        })?;
-        if attached.is_none() && socket.exists() {
-            eprintln!(
-                "sluice: no local controller answers on {}; running standalone",
-                socket.display()
-            );
+        let attached =
+            attach(&socket, self.attach_request(config), self.deadline).map_err(refused)?;
+        if let Attach::Unanswered(why) = &attached {
+            let job = &config.job;
+            match self.unreachable {
+                Unreachable::Standalone => {
+                    eprintln!("sluice: {why}; job {job} runs standalone, under its own rules only")
+                }
+                Unreachable::Refuse => {
+                    bail!("{why}; job {job} not started (--unreachable refuse)")
+                }
+            }
         }
         Ok(attached)
     }
@@ -189,6 +206,13 @@ impl JobSpec {
             fs_types: config.fs_types.clone(),
             uid: identity::real_uid(),
         }
+    }
+
+    /// A segment of the job's own, under its own rules only, removed when dropped: where
+    /// the job runs without a controller.
+    pub fn standalone_segment(&self, config: &StageConfig) -> Result<SegmentFile> {
+        let name = format!("sluice.{}.{}", file_safe(&config.job), std::process::id());
+        SegmentFile::create(Path::new(SHM_DIR).join(name), config, &[], None)
     }
 
     /// Everything the stage needs, checked before anything runs; `command` names the

@@ -54,7 +54,7 @@ impl TopArgs {
             .context("cannot start the async runtime")?;
         let mut admin = runtime.block_on(self.server.admin())?;
         if self.server.json {
-            let s = runtime.block_on(fetch(&mut admin))?;
+            let s = runtime.block_on(fetch(&self.server, &mut admin))?;
             let value = json!({
                 "status": status_json(&s.status),
                 "jobs": jobs_json(&s.jobs)["jobs"],
@@ -64,13 +64,18 @@ impl TopArgs {
             return Ok(0);
         }
         let mut terminal = ratatui::init();
-        let result = watch(&mut terminal, &runtime, &mut admin, refresh);
+        let result = watch(&mut terminal, &runtime, &self.server, &mut admin, refresh);
         ratatui::restore();
         result.map(|()| 0)
     }
 }
 
-async fn fetch(admin: &mut Admin) -> Result<Snapshot> {
+/// One refresh, within the deadline.
+async fn fetch(server: &ServerArgs, admin: &mut Admin) -> Result<Snapshot> {
+    server.within(&server.endpoint()?, fetch_all(admin)).await
+}
+
+async fn fetch_all(admin: &mut Admin) -> Result<Snapshot> {
     let status = admin.status(Empty {}).await.map_err(refused)?.into_inner();
     let jobs = admin.jobs(Empty {}).await.map_err(refused)?.into_inner();
     let pools = admin
@@ -88,13 +93,14 @@ async fn fetch(admin: &mut Admin) -> Result<Snapshot> {
 fn watch(
     terminal: &mut DefaultTerminal,
     runtime: &tokio::runtime::Runtime,
+    server: &ServerArgs,
     admin: &mut Admin,
     refresh: Option<Duration>,
 ) -> Result<()> {
     let mut last: Option<Snapshot> = None;
     loop {
         // A controller that stops answering leaves the last view up, with the error.
-        let fetched = runtime.block_on(fetch(admin));
+        let fetched = runtime.block_on(fetch(server, admin));
         let error = fetched.as_ref().err().map(|e| format!("{e:#}"));
         if let Ok(s) = fetched {
             last = Some(s);

@@ -15,6 +15,16 @@ use common::{bin_dir, path_str, sluice_bin, tmp_dir};
 /// One Slurm at a time: the first test measures rates on the machine's two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Slurm's plugin stack in `dir`: the plugin with `args` (read at every step's start).
+fn write_plugstack(dir: &Path, args: &str) {
+    let plugin = path_str(&bin_dir().join("libsluice_spank.so"));
+    std::fs::write(
+        dir.join("plugstack.conf"),
+        format!("required {plugin} {args}\n"),
+    )
+    .unwrap();
+}
+
 /// munged, slurmctld and slurmd in the foreground, killed when dropped.
 struct Slurm {
     daemons: Vec<Child>,
@@ -36,12 +46,7 @@ impl Slurm {
             .trim()
             .to_owned();
         let d = path_str(dir);
-        let plugin = path_str(&bin_dir().join("libsluice_spank.so"));
-        std::fs::write(
-            dir.join("plugstack.conf"),
-            format!("required {plugin} {plugin_args}\n"),
-        )
-        .unwrap();
+        write_plugstack(dir, plugin_args);
         for sub in ["state", "spool"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -187,6 +192,11 @@ fn report(o: &Output) -> (String, bool, Vec<f64>) {
     (field("job "), field("segment ") != "none", rates)
 }
 
+/// The plugin's arguments: every job attached to `local`, and `more`.
+fn plugin_args(local: &Local, more: &str) -> String {
+    format!("default=on socket={} {more}", path_str(&local.socket))
+}
+
 /// A local controller with one pool of 4,000 getattr/s.
 fn local_with_pool(dir: &Path) -> Local {
     Local::start(
@@ -251,11 +261,7 @@ fn a_slurm_job_is_held_to_its_pool_and_one_with_sluice_off_is_not() {
     let dir = daemon_dir();
     let local = local_with_pool(dir.path());
     let slurm_dir = tmp_dir();
-    let slurm = Slurm::start(
-        slurm_dir.path(),
-        &format!("default=on socket={}", path_str(&local.socket)),
-        "",
-    );
+    let slurm = Slurm::start(slurm_dir.path(), &plugin_args(&local, ""), "");
     held_beside_untouched(&slurm, &local, "");
 }
 
@@ -314,18 +320,93 @@ fn a_bad_rules_file_is_refused_before_the_job_runs() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(o.stdout, b"[]\n", "preloaded without a controller: {o:?}");
     // A bad plugstack.conf line is one clear line at submission.
-    std::fs::write(
-        slurm_dir.path().join("plugstack.conf"),
-        format!(
-            "required {} colour=blue\n",
-            path_str(&bin_dir().join("libsluice_spank.so"))
-        ),
-    )
-    .unwrap();
+    write_plugstack(slurm_dir.path(), "colour=blue");
     let o = slurm.cmd("srun", &["-n1", "true"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("unknown key 'colour'"),
         "{err}"
+    );
+}
+
+/// The value after `key` on the first line of `out` that starts with it.
+fn field(out: &str, key: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no '{key}' in {out}"))
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn a_stopped_local_delays_a_step_no_more_than_the_plugins_deadline() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let local = local_with_pool(dir.path());
+    let slurm_dir = tmp_dir();
+    let plugin =
+        |unreachable: &str| plugin_args(&local, &format!("deadline=1s unreachable={unreachable}"));
+    let slurm = Slurm::start(slurm_dir.path(), &plugin("standalone"), "");
+    let step = || {
+        let start = std::time::Instant::now();
+        let o = slurm.cmd(
+            "srun",
+            &["-n1", "sh", "-c", "echo \"segment $SLUICE_SEGMENT\""],
+        );
+        (o, start.elapsed())
+    };
+    // A step's launch costs srun a second or so on a loaded machine: the plugin's deadline
+    // of 1 s comes on top, and nothing more.
+    let bound = Duration::from_secs(6);
+    let (_, attached) = step();
+    local.daemon.signal(libc::SIGSTOP);
+    let (o, took) = step();
+    eprintln!("a step took {attached:?} attached, {took:?} past a stopped local");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(took < bound, "the step started after {took:?}");
+    let segment = field(&out, "segment ");
+    assert!(
+        segment.starts_with("/dev/shm/sluice."),
+        "not a segment of its own: {out}"
+    );
+    assert!(
+        !Path::new(&segment).exists(),
+        "the step's own segment {segment} outlived the step"
+    );
+    // With refuse, the step fails in the same time.
+    write_plugstack(slurm_dir.path(), &plugin("refuse"));
+    let (o, took) = step();
+    // srun reports the launch failure on stderr (its exit status stays 0 in this Slurm).
+    assert!(
+        o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("launch failed"),
+        "a refused step ran: {o:?}"
+    );
+    assert!(took < bound, "the refusal came after {took:?}");
+    eprintln!("a step refused past a stopped local ended in {took:?}");
+    let log = slurm.log("slurmd.log");
+    for line in [
+        "did not answer within 1s; the step runs standalone, under its own rules only",
+        "did not answer within 1s; the step is not started (unreachable=refuse)",
+    ] {
+        assert!(log.contains(line), "slurmd's log lacks '{line}': {log}");
+    }
+    // SIGCONT: the next step is attached again.
+    local.daemon.signal(libc::SIGCONT);
+    let (o, _) = step();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The local's own segment, named after its node.
+    assert!(
+        field(&out, "segment ").contains("/sluice.n1."),
+        "not attached after SIGCONT: {out}"
     );
 }

@@ -8,6 +8,7 @@
 //! asks its global.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
@@ -19,7 +20,7 @@ use crate::proto::{
     Empty, JobInfo, JobSetRequest, JobsReply, NameRequest, PoolListReply, PoolSetRequest,
     RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote, StatusReply,
 };
-use crate::transport::{ConnectOptions, Endpoint, check_bearer, connect, peer_cred};
+use crate::transport::{ConnectOptions, Endpoint, NoAnswer, check_bearer, connect, peer_cred};
 
 /// Who may change things.
 #[derive(Clone, Debug, Default)]
@@ -265,7 +266,29 @@ type Client = AdminClient<
     >,
 >;
 
+/// How long a local waits for its global on an admin call it forwards: less than a
+/// command's own default deadline, so that the command hears which controller is silent.
+pub const FORWARD_DEADLINE: Duration = Duration::from_millis(1500);
+
 impl ForwardAdmin {
+    /// Connects to the global and makes `call`, within [`FORWARD_DEADLINE`].
+    async fn forward<T>(
+        &self,
+        call: impl AsyncFnOnce(&mut Client) -> Result<Response<T>, Status>,
+    ) -> Result<Response<T>, Status> {
+        let answer = tokio::time::timeout(FORWARD_DEADLINE, async {
+            call(&mut self.client().await?).await
+        })
+        .await;
+        answer.unwrap_or_else(|_| {
+            let late = NoAnswer {
+                endpoint: self.global.to_string(),
+                deadline: FORWARD_DEADLINE,
+            };
+            Err(Status::unavailable(format!("global controller {late}")))
+        })
+    }
+
     async fn client(&self) -> Result<Client, Status> {
         let channel = connect(&self.global, &self.options).await.map_err(|e| {
             Status::unavailable(format!("global controller {}: {e:#}", self.global))
@@ -281,40 +304,48 @@ impl ForwardAdmin {
 #[tonic::async_trait]
 impl Admin for ForwardAdmin {
     async fn status(&self, r: Request<Empty>) -> Result<Response<StatusReply>, Status> {
-        self.client().await?.status(r.into_inner()).await
+        self.forward(async |c| c.status(r.into_inner()).await).await
     }
     async fn jobs(&self, r: Request<Empty>) -> Result<Response<JobsReply>, Status> {
-        self.client().await?.jobs(r.into_inner()).await
+        self.forward(async |c| c.jobs(r.into_inner()).await).await
     }
     async fn job_set(&self, r: Request<JobSetRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.job_set(r.into_inner()).await
+        self.forward(async |c| c.job_set(r.into_inner()).await)
+            .await
     }
     async fn rule_start(&self, r: Request<RuleStartRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.rule_start(r.into_inner()).await
+        self.forward(async |c| c.rule_start(r.into_inner()).await)
+            .await
     }
     async fn rule_change(&self, r: Request<RuleChangeRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.rule_change(r.into_inner()).await
+        self.forward(async |c| c.rule_change(r.into_inner()).await)
+            .await
     }
     async fn rule_stop(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.rule_stop(r.into_inner()).await
+        self.forward(async |c| c.rule_stop(r.into_inner()).await)
+            .await
     }
     async fn rule_list(&self, r: Request<Empty>) -> Result<Response<RuleListReply>, Status> {
-        self.client().await?.rule_list(r.into_inner()).await
+        self.forward(async |c| c.rule_list(r.into_inner()).await)
+            .await
     }
     async fn pool_set(&self, r: Request<PoolSetRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.pool_set(r.into_inner()).await
+        self.forward(async |c| c.pool_set(r.into_inner()).await)
+            .await
     }
     async fn pool_list(&self, r: Request<Empty>) -> Result<Response<PoolListReply>, Status> {
-        self.client().await?.pool_list(r.into_inner()).await
+        self.forward(async |c| c.pool_list(r.into_inner()).await)
+            .await
     }
     async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
         self.auth.may_change(&r)?;
-        self.client().await?.pool_rm(r.into_inner()).await
+        self.forward(async |c| c.pool_rm(r.into_inner()).await)
+            .await
     }
 }
 

@@ -2,19 +2,24 @@
 //! Slurm plugin): the job's segment comes from the controller, shared by every launcher of
 //! the job on the node, and the connection held open for as long as the launcher's
 //! processes run is the controller's sign that the job is alive.
+//!
+//! The launcher waits for the controller no longer than its deadline: a stopped or
+//! overloaded controller never holds a job back ([`Attach::Unanswered`]), and what to do
+//! then is the site's choice ([`Unreachable`]).
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::Result;
 use tokio_stream::StreamExt;
 
-/// What a controller that refuses an attachment answers (the source of [`attach`]'s error).
+/// What a controller that refuses an attachment answers.
 pub use tonic::Status;
 
 use crate::proto::node_client::NodeClient;
 use crate::proto::{AttachEvent, AttachRequest};
-use crate::transport::{ConnectOptions, Endpoint, connect};
+use crate::segment_file::SegmentFile;
+use crate::transport::{ConnectOptions, Endpoint, NoAnswer, connect, within};
 
 /// A launcher's attachment: dropping it closes the connection, which detaches it.
 pub struct Attachment {
@@ -26,36 +31,116 @@ pub struct Attachment {
     _runtime: tokio::runtime::Runtime,
 }
 
-/// Attaches to the local controller at `socket`. `Ok(None)` when no controller listens
-/// there (the launcher then runs standalone); an error when one does and refuses, whose
-/// source is the controller's [`tonic::Status`].
-pub fn attach(socket: &Path, request: AttachRequest) -> Result<Option<Attachment>> {
-    if !socket.exists() {
-        return Ok(None);
+/// What a launcher that hands the stage to processes it does not wait for (the plugin in
+/// slurmstepd, `sluice attach`) holds while they run: the job's attachment, or, past a
+/// silent controller, a segment of the job's own, removed when dropped.
+pub enum Held {
+    /// The job's attachment to the local controller.
+    Attached(Box<Attachment>),
+    /// A segment of the job's own, under its own rules only.
+    Alone(SegmentFile),
+}
+
+impl Held {
+    /// The segment the processes map (their `SLUICE_SEGMENT`).
+    pub fn segment(&self) -> &Path {
+        match self {
+            Held::Attached(a) => &a.segment,
+            Held::Alone(s) => s.path(),
+        }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
+}
+
+/// How an attempt to attach ended, short of a refusal.
+pub enum Attach {
+    /// The controller attached the job.
+    Attached(Box<Attachment>),
+    /// No controller on this node: its socket is not there.
+    Absent,
+    /// A socket is there but nothing answered within the deadline (a stopped, hung or
+    /// dead controller); the text says what happened, in one line.
+    Unanswered(String),
+}
+
+/// What a launcher does when the node's controller does not answer: the site's setting
+/// (`sluice run --unreachable`, the plugin's `unreachable=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unreachable {
+    /// Start the job standalone, held to its own rules only (the default: a broken
+    /// controller never stops the cluster's work).
+    #[default]
+    Standalone,
+    /// Refuse to start the job.
+    Refuse,
+}
+
+impl FromStr for Unreachable {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "standalone" => Ok(Unreachable::Standalone),
+            "refuse" => Ok(Unreachable::Refuse),
+            _ => Err(format!("'{text}': expected standalone or refuse")),
+        }
+    }
+}
+
+/// Attaches to the local controller at `socket`, waiting at most `deadline` for the
+/// connection and the controller's answer together. `Err` is the controller's refusal
+/// (the job or its rules are not acceptable); a broken connection or a controller that
+/// fails within itself is [`Attach::Unanswered`].
+pub fn attach(socket: &Path, request: AttachRequest, deadline: Duration) -> Result<Attach, Status> {
+    if !socket.exists() {
+        return Ok(Attach::Absent);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return Ok(Attach::Unanswered(format!("cannot start a runtime: {e}"))),
+    };
     let endpoint = Endpoint::Unix(socket.to_owned());
     let options = ConnectOptions {
-        connect_timeout: Duration::from_secs(2),
+        connect_timeout: deadline,
         ..ConnectOptions::default()
     };
-    let attached = runtime.block_on(async {
-        let Ok(channel) = connect(&endpoint, &options).await else {
-            return Ok(None);
-        };
-        let mut client = NodeClient::new(channel);
-        let mut events = client.attach(request).await?.into_inner();
+    let answer = runtime.block_on(within(&endpoint, deadline, async {
+        let channel = connect(&endpoint, &options).await?;
+        let mut events = NodeClient::new(channel).attach(request).await?.into_inner();
         match events.next().await {
-            Some(Ok(event)) => Ok(Some((event, events))),
-            Some(Err(status)) => Err(anyhow::Error::from(status)),
-            None => anyhow::bail!("the local controller closed the attachment"),
+            Some(Ok(event)) => Ok((event, events)),
+            Some(Err(status)) => Err(status.into()),
+            None => anyhow::bail!("{endpoint} closed the attachment"),
         }
-    })?;
-    Ok(attached.map(|(event, events)| Attachment {
-        segment: PathBuf::from(event.segment),
-        _events: events,
-        _runtime: runtime,
-    }))
+    }));
+    match answer {
+        Ok((event, events)) => Ok(Attach::Attached(Box::new(Attachment {
+            segment: PathBuf::from(event.segment),
+            _events: events,
+            _runtime: runtime,
+        }))),
+        Err(e) => match e.downcast::<Status>() {
+            Ok(status) if is_refusal(&status) => Err(status),
+            Ok(status) => Ok(Attach::Unanswered(format!(
+                "the local controller at {endpoint} failed: {}",
+                status.message()
+            ))),
+            Err(e) if e.is::<NoAnswer>() => {
+                Ok(Attach::Unanswered(format!("the local controller at {e}")))
+            }
+            Err(e) => Ok(Attach::Unanswered(format!(
+                "the local controller does not answer: {e:#}"
+            ))),
+        },
+    }
+}
+
+/// Whether the controller said no to the job itself, as opposed to failing to answer.
+fn is_refusal(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::PermissionDenied | tonic::Code::InvalidArgument
+    )
 }

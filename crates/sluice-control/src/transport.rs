@@ -4,6 +4,8 @@
 //! - [`Endpoint`]: an address as written in configuration or on a command line.
 //! - [`connect`] with [`ConnectOptions`], and the [`Bearer`] interceptor that puts the
 //!   token on every call of a generated client.
+//! - [`within`]: every call of a client to a controller has a deadline
+//!   ([`DEFAULT_DEADLINE`] unless configured), and one that passes is a [`NoAnswer`].
 //! - [`bind_unix`]: a daemon's socket, made safely; [`peer_cred`]: who is on the other
 //!   end of it.
 //! - [`check_bearer`] and [`read_token_file`]: the shared secret of TCP deployments.
@@ -246,6 +248,38 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
                 .await
                 .with_context(|| format!("cannot connect to {endpoint}"))
         }
+    }
+}
+
+/// How long a client of a controller waits for its answer unless told otherwise: a
+/// launcher, an admin command, a local forwarding to its global.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
+
+/// A controller that did not answer within the caller's deadline (stopped, overloaded, or
+/// cut off): the caller goes on without it or fails, and says so in one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{endpoint} did not answer within {shown}", shown = crate::config::format_duration(*.deadline))]
+pub struct NoAnswer {
+    /// Whom the caller asked.
+    pub endpoint: String,
+    /// How long it waited.
+    pub deadline: Duration,
+}
+
+/// Runs `call` (a connection and what is asked over it) for at most `deadline`; when it
+/// takes longer it is dropped, and the error is a [`NoAnswer`] naming `endpoint`.
+pub async fn within<T>(
+    endpoint: &Endpoint,
+    deadline: Duration,
+    call: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(answer) => answer,
+        Err(_) => Err(NoAnswer {
+            endpoint: endpoint.to_string(),
+            deadline,
+        }
+        .into()),
     }
 }
 

@@ -11,6 +11,8 @@ pub const CTX_REMOTE: c_int = 2;
 
 /// `S_JOB_UID` (`uid_t *`).
 pub const JOB_UID: c_int = 0;
+/// `S_JOB_GID` (`gid_t *`).
+pub const JOB_GID: c_int = 1;
 /// `S_JOB_ID` (`uint32_t *`).
 pub const JOB_ID: c_int = 2;
 /// `S_JOB_STEPID` (`uint32_t *`).

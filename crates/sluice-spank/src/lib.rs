@@ -9,7 +9,9 @@
 //!
 //! Nothing the plugin does can fail a job that did not ask for something wrong: with no
 //! local controller on the node, or the stage missing, the step runs untouched and the
-//! reason goes to slurmd's log. A rules file that does not parse, or a controller that
+//! reason goes to slurmd's log; a controller that does not answer within the site's
+//! deadline is passed by (the step runs standalone under its own rules, or, with
+//! `unreachable=refuse`, fails). A rules file that does not parse, or a controller that
 //! refuses the job, fails the step with one line the user sees.
 
 mod ffi;
@@ -20,8 +22,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use sluice_control::identity::user_name;
-use sluice_control::launcher::{Attachment, attach};
+use sluice_control::launcher::{Attach, Held, Unreachable, attach};
 use sluice_control::proto::AttachRequest;
+use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
+use sluice_core::config::StageConfig;
+use sluice_core::rule::Rule;
 
 use ffi::{Spank, SpankOption};
 use settings::{Ask, Site};
@@ -82,8 +87,8 @@ pub static spank_options: Options = Options([
 static SITE: Mutex<Option<Site>> = Mutex::new(None);
 /// What the job asked for, when it used `--sluice`.
 static ASK: Mutex<Option<Ask>> = Mutex::new(None);
-/// The step's attachment, held in slurmstepd until the step ends.
-static ATTACHED: Mutex<Option<Attachment>> = Mutex::new(None);
+/// The step's attachment, or its own segment, held in slurmstepd until the step ends.
+static HELD: Mutex<Option<Held>> = Mutex::new(None);
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic aborts (panic=abort), so a poisoned lock cannot be seen; never panic here.
@@ -216,16 +221,18 @@ unsafe fn item(sp: Spank, item: c_int) -> Option<u32> {
 /// # Safety
 /// `sp` is Slurm's handle, in slurmstepd.
 unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> {
-    // SAFETY: the caller's contract; these items take a uint32_t * (uid_t is 32 bits).
-    let (job, step, uid, nodes) = unsafe {
+    // SAFETY: the caller's contract; these items take a uint32_t * (uid_t and gid_t are
+    // 32 bits).
+    let (job, step, uid, gid, nodes) = unsafe {
         (
             item(sp, ffi::JOB_ID),
             item(sp, ffi::JOB_STEPID),
             item(sp, ffi::JOB_UID),
+            item(sp, ffi::JOB_GID),
             item(sp, ffi::JOB_NNODES),
         )
     };
-    let (Some(job), Some(uid)) = (job, uid) else {
+    let (Some(job), Some(uid), Some(gid)) = (job, uid, gid) else {
         return Err(Refusal::RunUntouched(
             "Slurm did not give the job id and user".into(),
         ));
@@ -241,9 +248,10 @@ unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> 
         )));
     }
     let rules = ask.rules().map_err(|e| Refusal::Fail(format!("{e:#}")))?;
+    let user = user_name(uid).unwrap_or_else(|| uid.to_string());
     let request = AttachRequest {
         job: job.to_string(),
-        user: user_name(uid).unwrap_or_else(|| uid.to_string()),
+        user: user.clone(),
         nodes: nodes.unwrap_or(0),
         task: step.map(|s| format!("step {s}")).unwrap_or_default(),
         rules: rules.iter().map(ToString::to_string).collect(),
@@ -251,22 +259,32 @@ unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> 
         fs_types: site.fs_types.clone(),
         uid,
     };
-    let attached = match attach(&site.socket, request) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
+    let held = match attach(&site.socket, request, site.deadline) {
+        Ok(Attach::Attached(a)) => Held::Attached(a),
+        Ok(Attach::Absent) => {
             return Err(Refusal::RunUntouched(format!(
                 "job {job}: no local controller on {}; the job runs without sluice",
                 site.socket.display()
             )));
         }
-        Err(e) => {
-            return Err(match e.downcast::<sluice_control::launcher::Status>() {
-                Ok(status) => Refusal::Fail(format!("job {job}: {}", status.message())),
-                Err(e) => {
-                    Refusal::RunUntouched(format!("job {job}: {e:#}; the job runs without sluice"))
-                }
-            });
-        }
+        Ok(Attach::Unanswered(why)) => match site.unreachable {
+            Unreachable::Refuse => {
+                return Err(Refusal::Fail(format!(
+                    "job {job}: {why}; the step is not started (unreachable=refuse)"
+                )));
+            }
+            Unreachable::Standalone => {
+                log(
+                    false,
+                    &format!(
+                        "job {job}: {why}; the step runs standalone, under its own rules only"
+                    ),
+                );
+                let own = own_segment(job, step, (uid, gid), user, site, rules)?;
+                Held::Alone(own)
+            }
+        },
+        Err(status) => return Err(Refusal::Fail(format!("job {job}: {}", status.message()))),
     };
     let mut preload = stage.display().to_string();
     // SAFETY: the caller's contract.
@@ -276,14 +294,43 @@ unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> 
     // SAFETY: as above.
     unsafe {
         setenv(sp, c"LD_PRELOAD", &preload)?;
-        setenv(
-            sp,
-            c"SLUICE_SEGMENT",
-            &attached.segment.display().to_string(),
-        )?;
+        setenv(sp, c"SLUICE_SEGMENT", &held.segment().display().to_string())?;
     }
-    *locked(&ATTACHED) = Some(attached);
+    *locked(&HELD) = Some(held);
     Ok(())
+}
+
+/// The step's own segment, for its user, under its own rules only (as `sluice run
+/// --standalone` makes one): what the step runs under when the controller is silent.
+fn own_segment(
+    job: u32,
+    step: Option<u32>,
+    owner: (u32, u32),
+    user: String,
+    site: &Site,
+    rules: Vec<Rule>,
+) -> Result<SegmentFile, Refusal> {
+    let config = StageConfig {
+        job: job.to_string(),
+        user: Some(user),
+        mounts: site.mounts.clone(),
+        fs_types: site.fs_types.clone(),
+        rules: StageConfig::slot_in_order(rules),
+        ..StageConfig::default()
+    };
+    let name = format!(
+        "sluice.{}.{}.{}",
+        file_safe(&config.job),
+        step.unwrap_or(0),
+        std::process::id()
+    );
+    SegmentFile::create(
+        std::path::Path::new(SHM_DIR).join(name),
+        &config,
+        &[],
+        Some(owner),
+    )
+    .map_err(|e| Refusal::RunUntouched(format!("job {job}: {e:#}; the job runs without sluice")))
 }
 
 /// # Safety
@@ -341,7 +388,8 @@ fn beside_plugin() -> PathBuf {
     me.with_file_name("libsluice_stage.so")
 }
 
-/// When the step ends, in slurmstepd: detaches it (closing the connection).
+/// When the step ends, in slurmstepd: detaches it (closing the connection), or removes
+/// its own segment.
 ///
 /// # Safety
 /// Called by Slurm.
@@ -351,6 +399,6 @@ pub unsafe extern "C" fn slurm_spank_exit(
     _ac: c_int,
     _av: *const *const c_char,
 ) -> c_int {
-    drop(locked(&ATTACHED).take());
+    drop(locked(&HELD).take());
     0
 }

@@ -1,9 +1,16 @@
 //! What the site's plugstack.conf line and the user's `--sluice` option ask for.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use sluice_control::config::parse_duration;
+use sluice_control::launcher::Unreachable;
+use sluice_control::transport::DEFAULT_DEADLINE;
 use sluice_core::rule::{Rule, RulesFile};
+
+/// The keys plugstack.conf may give, for error messages.
+const KEYS: &str = "default, socket, stage, mount, fs-type, deadline, unreachable";
 
 /// The site's settings: the arguments after the plugin's path in plugstack.conf.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +27,11 @@ pub struct Site {
     pub mounts: Vec<String>,
     /// File-system types whose mounts are managed (`fs-type=lustre,nfs4`).
     pub fs_types: Vec<String>,
+    /// How long slurmstepd waits for the local controller's answer (`deadline=2s`).
+    pub deadline: Duration,
+    /// What a step does when the controller's socket is there but nothing answers in
+    /// time (`unreachable=standalone|refuse`).
+    pub unreachable: Unreachable,
 }
 
 impl Default for Site {
@@ -30,6 +42,8 @@ impl Default for Site {
             stage: None,
             mounts: Vec::new(),
             fs_types: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
+            unreachable: Unreachable::default(),
         }
     }
 }
@@ -40,9 +54,7 @@ impl Site {
         let mut site = Site::default();
         for arg in args {
             let Some((key, value)) = arg.split_once('=') else {
-                bail!(
-                    "plugstack.conf: '{arg}' is not KEY=VALUE (keys: default, socket, stage, mount, fs-type)"
-                );
+                bail!("plugstack.conf: '{arg}' is not KEY=VALUE (keys: {KEYS})");
             };
             match key {
                 "default" => {
@@ -63,9 +75,16 @@ impl Site {
                         .filter(|t| !t.is_empty())
                         .map(str::to_owned),
                 ),
-                _ => bail!(
-                    "plugstack.conf: unknown key '{key}' (keys: default, socket, stage, mount, fs-type)"
-                ),
+                "deadline" => {
+                    site.deadline = parse_duration(value)
+                        .map_err(|e| anyhow::anyhow!("plugstack.conf: deadline={value}: {e}"))?
+                }
+                "unreachable" => {
+                    site.unreachable = value
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("plugstack.conf: unreachable={e}"))?
+                }
+                _ => bail!("plugstack.conf: unknown key '{key}' (keys: {KEYS})"),
             }
         }
         Ok(site)
@@ -123,14 +142,27 @@ mod tests {
             "mount=/scratch",
             "mount=/home",
             "fs-type=lustre,nfs4",
+            "deadline=500ms",
+            "unreachable=refuse",
         ])
         .unwrap();
         assert!(!site.on_by_default);
         assert_eq!(site.socket, PathBuf::from("/run/s.sock"));
         assert_eq!(site.mounts, ["/scratch", "/home"]);
         assert_eq!(site.fs_types, ["lustre", "nfs4"]);
+        assert_eq!(site.deadline, Duration::from_millis(500));
+        assert_eq!(site.unreachable, Unreachable::Refuse);
         assert_eq!(Site::parse([]).unwrap(), Site::default());
-        for bad in ["default=maybe", "socket=rel.sock", "colour=blue", "mount"] {
+        assert_eq!(Site::default().deadline, Duration::from_secs(2));
+        assert_eq!(Site::default().unreachable, Unreachable::Standalone);
+        for bad in [
+            "default=maybe",
+            "socket=rel.sock",
+            "colour=blue",
+            "mount",
+            "deadline=soon",
+            "unreachable=wait",
+        ] {
             let e = Site::parse([bad]).unwrap_err().to_string();
             assert!(e.starts_with("plugstack.conf: "), "{bad}: {e}");
         }

@@ -10,7 +10,7 @@ use super::{Policy, Shared};
 use crate::link_auth::{Refusals, refusal};
 use crate::proto::control_client::ControlClient;
 use crate::proto::{GlobalMessage, Hello, LocalMessage, global_message, local_message};
-use crate::transport::{ConnectOptions, Endpoint, connect};
+use crate::transport::{ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within};
 
 /// First and longest wait between two connection attempts: a restarted global has every
 /// local back within about a second.
@@ -50,8 +50,6 @@ async fn session(
     options: &ConnectOptions,
     refusals: &mut Refusals,
 ) -> anyhow::Result<()> {
-    let channel = connect(global, options).await?;
-    let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let node = local
         .lock()
@@ -62,7 +60,14 @@ async fn session(
         body: Some(local_message::Body::Hello(Hello { node, version: 1 })),
     })
     .await?;
-    let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
+    // Opening the stream has a deadline; once open, the connection's keep-alive pings
+    // notice a global that stops answering.
+    let mut inbound = within(global, DEFAULT_DEADLINE, async {
+        let channel = connect(global, options).await?;
+        let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
+        Ok(client.session(ReceiverStream::new(rx)).await?.into_inner())
+    })
+    .await?;
     {
         let mut l = local
             .lock()
