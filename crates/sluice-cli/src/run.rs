@@ -72,13 +72,20 @@ pub struct JobSpec {
     #[arg(long = "fs-type", value_name = "TYPE[,TYPE]", value_delimiter = ',')]
     fs_types: Vec<String>,
     /// Job identifier; default: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID,
-    /// SLUICE_JOB_ID, else EXE.UID.
+    /// SLUICE_JOB_ID, else EXE.UID. A user's ids are its own: the controller joins this
+    /// launcher to a job that root attached (the Slurm plugin's) only when it runs inside
+    /// that job, and otherwise keys the job as uidUID:ID, apart from every other user's.
     #[arg(long)]
     job: Option<String>,
     /// The local controller's socket (default $SLUICE_SOCKET, else
     /// /run/sluice/local.sock); when nothing listens there, the job runs standalone.
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Root only: attach the job for this user (a uid), as a Slurm prolog does for
+    /// $SLURM_JOB_UID. The job's id is then the batch system's, and the user's own
+    /// launchers inside the job join it. The local controller refuses it from anyone else.
+    #[arg(long, value_name = "UID")]
+    uid: Option<u32>,
     /// How long to wait for the local controller's answer, e.g. 500ms or 5s.
     #[arg(long, value_name = "DUR", env = "SLUICE_DEADLINE", default_value = "2s",
           value_parser = deadline)]
@@ -204,15 +211,24 @@ impl JobSpec {
             rules: config.rules.iter().map(|s| s.rule.to_string()).collect(),
             mounts: config.mounts.clone(),
             fs_types: config.fs_types.clone(),
-            uid: identity::real_uid(),
+            uid: self.job_uid(),
         }
     }
 
-    /// A segment of the job's own, under its own rules only, removed when dropped: where
-    /// the job runs without a controller.
+    /// Who the job runs as: `--uid`, else whoever runs this.
+    fn job_uid(&self) -> u32 {
+        self.uid.unwrap_or_else(identity::real_uid)
+    }
+
+    /// A segment of the job's own, under its own rules only, for its user, removed when
+    /// dropped: where the job runs without a controller.
     pub fn standalone_segment(&self, config: &StageConfig) -> Result<SegmentFile> {
         let name = format!("sluice.{}.{}", file_safe(&config.job), std::process::id());
-        SegmentFile::create(Path::new(SHM_DIR).join(name), config, &[], None)
+        let owner = self.uid.map(|uid| {
+            let gid = sluice_control::identity::primary_gid(uid).unwrap_or(uid);
+            (uid, gid)
+        });
+        SegmentFile::create(Path::new(SHM_DIR).join(name), config, &[], owner)
     }
 
     /// Everything the stage needs, checked before anything runs; `command` names the
@@ -243,7 +259,7 @@ impl JobSpec {
         }
         let exe = identity::exe_name(command).to_owned();
         let job = identity::job_id(self.job.as_deref(), &exe);
-        let uid = identity::real_uid();
+        let uid = self.job_uid();
         let config = StageConfig {
             job: job.clone(),
             user: identity::user_name(uid),

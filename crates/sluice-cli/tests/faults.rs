@@ -1,5 +1,5 @@
 //! Faults of a local controller, each with real daemons and real jobs: killed mid-run,
-//! fed garbage, asked for another user's job.
+//! fed garbage (another user naming a job: tests/users.rs; a stopped one: tests/deadlines.rs).
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::daemons::{Local, call_times, daemon_dir, monotonic_ns, rate_between, share, wait_for};
+use common::daemons::{Local, call_times, daemon_dir, monotonic_ns, rate_between, wait_for};
 use common::{Scratch, c_prog, path_str, sluice_bin, stage_lib, tmp_dir};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -113,45 +113,4 @@ fn garbage_on_the_local_socket_drops_only_that_connection() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// A user attaches only jobs running as itself: another user's job id is refused, with
-/// one line, and the job it names is untouched.
-#[test]
-fn an_attach_for_another_users_job_is_refused() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to run a launcher as another user");
-        return;
-    }
-    let dir = daemon_dir();
-    let local = Local::start(dir.path(), "interval = \"1s\"\n", &["--node", "n1"], None);
-    let mut root_job = local.job("shared-id", &[], &["sleep", "3"]);
-    assert!(wait_for(Duration::from_secs(3), || share_known(
-        &local,
-        "shared-id"
-    )));
-    // `sluice run --job JOB -- true` as user nobody.
-    let as_nobody = |job: &str| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(sluice_bin())
-            .env("SLUICE_STAGE", stage_lib())
-            .args(["run", "--socket"])
-            .arg(&local.socket)
-            .args(["--job", job, "--", "true"])
-            .output()
-            .unwrap()
-    };
-    let o = as_nobody("shared-id");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("runs as uid 0"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    // The same user with a job of its own is welcome.
-    let o = as_nobody("nobodys");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(root_job.wait().unwrap().success());
-    let jobs = local.jobs();
-    assert!(share(&jobs, "shared-id", "none").is_none());
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{Local, daemon_dir, free_port, share, wait_for};
-use common::{bin_dir, path_str, sluice_bin, tmp_dir};
+use common::{bin_dir, open_to_all, path_str, sluice_bin, tmp_dir};
 
 /// One Slurm at a time: the first test measures rates on the machine's two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -329,6 +329,66 @@ fn a_bad_rules_file_is_refused_before_the_job_runs() {
     );
 }
 
+/// A login of the test's own (useradd), removed when dropped.
+struct TestUser {
+    name: String,
+    uid: u32,
+}
+
+impl TestUser {
+    fn create() -> TestUser {
+        let name = format!("sluicet{}", std::process::id() % 100_000);
+        let o = Command::new("useradd")
+            .args([
+                "--no-create-home",
+                "--user-group",
+                "--shell",
+                "/bin/sh",
+                &name,
+            ])
+            .output()
+            .expect("useradd");
+        assert!(
+            o.status.success(),
+            "useradd: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let o = Command::new("id").args(["-u", &name]).output().expect("id");
+        let uid = String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .expect("a uid");
+        TestUser { name, uid }
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+    }
+}
+
+/// `srun --uid USER -n1 bash -c SCRIPT`, started, its stdout piped.
+fn user_job(slurm: &Slurm, user: &TestUser, script: &str) -> Child {
+    slurm
+        .command(
+            "srun",
+            &[
+                "--uid",
+                &user.name,
+                "-n1",
+                "--cpus-per-task=1",
+                "bash",
+                "-c",
+                script,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("srun --uid")
+}
+
 /// The value after `key` on the first line of `out` that starts with it.
 fn field(out: &str, key: &str) -> String {
     out.lines()
@@ -336,6 +396,97 @@ fn field(out: &str, key: &str) -> String {
         .unwrap_or_else(|| panic!("no '{key}' in {out}"))
         .trim()
         .to_owned()
+}
+
+#[test]
+fn a_users_own_sluice_run_joins_its_slurm_job_and_no_other() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let user = TestUser::create();
+    let dir = daemon_dir();
+    // The user's own launchers reach the socket.
+    open_to_all(dir.path(), 0o755);
+    let local = local_with_pool(dir.path());
+    let slurm_dir = tmp_dir();
+    let slurm = Slurm::start(slurm_dir.path(), &plugin_args(&local, ""), "");
+    let out = tmp_dir();
+    open_to_all(out.path(), 0o777);
+    let sluice = path_str(&sluice_bin());
+    let socket = path_str(&local.socket);
+    // Job A: the user's other job, attached by the plugin.
+    let mut a = user_job(&slurm, &user, "echo job $SLURM_JOB_ID; exec sleep 12");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(a.stdout.as_mut().expect("A's stdout")),
+        &mut first,
+    )
+    .unwrap();
+    let job_a = field(&first, "job ");
+    // Job B: the user's own `sluice run` inside it, then one naming job A.
+    let script = format!(
+        "echo job $SLURM_JOB_ID; echo segment $SLUICE_SEGMENT
+         {sluice} run --socket {socket} --stats {out}/in.json -- sh -c 'echo inner $SLUICE_SEGMENT; sleep 3'
+         {sluice} run --socket {socket} --job {job_a} --stats {out}/other.json -- true",
+        out = path_str(out.path())
+    );
+    let b = user_job(&slurm, &user, &script);
+    // Both of the user's jobs are attached by root, under Slurm's ids; B's own launcher
+    // joins B (two launchers: slurmstepd and `sluice run`).
+    let mut seen = serde_json::Value::Null;
+    let joined = wait_for(Duration::from_secs(20), || {
+        seen = local.jobs();
+        seen["jobs"].as_array().is_some_and(|jobs| {
+            jobs.iter()
+                .any(|j| j["launchers"] == 2 && j["job"] != job_a.as_str())
+        })
+    });
+    assert!(
+        joined,
+        "the user's `sluice run` did not join its job: {seen}"
+    );
+    let b = b.wait_with_output().unwrap();
+    let b_out = String::from_utf8_lossy(&b.stdout);
+    assert!(
+        b.status.success(),
+        "{b_out}{}",
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let job_b = field(&b_out, "job ");
+    let listed = |job: &str| {
+        seen["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == job)
+            .cloned()
+    };
+    for job in [&job_a, &job_b] {
+        let j = listed(job).unwrap_or_else(|| panic!("job {job} not attached as Slurm's: {seen}"));
+        assert_eq!(j["user"], user.name.as_str(), "{seen}");
+    }
+    assert_eq!(listed(&job_b).unwrap()["launchers"], 2, "{seen}");
+    // Same segment: the step's, as the plugin set it.
+    assert_eq!(
+        field(&b_out, "inner "),
+        field(&b_out, "segment "),
+        "{b_out}"
+    );
+    let stats = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.path().join(name)).unwrap()).unwrap()
+    };
+    assert_eq!(stats("in.json")["job"], job_b.as_str());
+    // Naming job A from inside job B: a job of the user's own space, not A.
+    let own = format!("uid{}:{job_a}", user.uid);
+    assert_eq!(stats("other.json")["job"], own.as_str());
+    let log = local.daemon.log_text();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("not joined to job {job_a}"))
+                && l.contains(&format!("uid={}", user.uid))
+                && l.contains("its process is not one of that job's")),
+        "the separation is not logged: {log}"
+    );
+    let _ = a.kill();
+    let _ = a.wait();
 }
 
 #[test]

@@ -1,11 +1,14 @@
 //! `libsluice_spank.so`: sluice as a Slurm SPANK plugin.
 //!
 //! One line in plugstack.conf (see docs/deploy.md) adds `--sluice[=off|RULE-FILE]` to srun,
-//! sbatch and salloc. In slurmstepd, before the step's tasks start, the plugin attaches the
-//! step to the node's local controller as `sluice run` does (Slurm's job id, the job's user,
-//! its node count), puts the stage and the job's segment into every task's environment, and
-//! holds the attachment until the step ends. The stage itself stays socket-free: the
-//! connection is slurmstepd's.
+//! sbatch and salloc. In slurmstepd, once the step's options are known and while
+//! slurmstepd still runs as root (`slurm_spank_init_post_opt`), the plugin attaches the
+//! step to the node's local controller for the job's user (Slurm's job id, the user, its
+//! node count), puts the stage and the job's segment into every task's environment, and
+//! holds the attachment until the step ends. The controller sees root attach the job, so
+//! the job's id is the scheduler's and no user can claim it; the user's own `sluice run`
+//! inside the job joins it as one of its processes. The stage itself stays socket-free:
+//! the connection is slurmstepd's.
 //!
 //! Nothing the plugin does can fail a job that did not ask for something wrong: with no
 //! local controller on the node, or the stage missing, the step runs untouched and the
@@ -158,13 +161,15 @@ pub unsafe extern "C" fn slurm_spank_init(
     }
 }
 
-/// In slurmstepd, before the tasks start: attaches the step and sets the tasks'
-/// environment.
+/// In slurmstepd, after the step's options were read and before its tasks start, while
+/// slurmstepd runs as root (`slurm_spank_user_init` would be too late: Slurm drops
+/// privileges for it, and the controller would see the job's user attach the job):
+/// attaches the step and sets the tasks' environment.
 ///
 /// # Safety
 /// Called by Slurm with its handle.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn slurm_spank_user_init(
+pub unsafe extern "C" fn slurm_spank_init_post_opt(
     sp: Spank,
     _ac: c_int,
     _av: *const *const c_char,

@@ -57,6 +57,14 @@ pub fn shm_dir() -> TempDir {
         .expect("tempdir in /dev/shm")
 }
 
+/// Lets every user into `dir` with `mode` (temp directories are 0700): for tests whose
+/// launchers run as other users.
+pub fn open_to_all(dir: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", dir.display()));
+}
+
 /// A fresh directory under /tmp (not tmpfs on every machine), removed when dropped.
 pub fn tmp_dir() -> TempDir {
     tempfile::Builder::new()

@@ -10,6 +10,7 @@
 
 mod delta;
 mod job;
+pub mod membership;
 mod node;
 mod state_dir;
 mod uplink;
@@ -20,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
+use tonic::Code;
 
 pub use delta::{Deltas, TOLERANCE};
 pub use job::{JobRecord, LocalJob, Policy};
@@ -144,23 +146,38 @@ impl Local {
         Ok(local)
     }
 
-    /// Attaches a launcher (process `pid`) of the job `request` describes, running as
-    /// `uid`/`gid`; returns the segment's path. A job already here is shared, but only
-    /// with launchers of the same user.
+    /// Attaches a launcher of the job `request` describes, running as `uid`/`gid`;
+    /// returns the job's id on this node and its segment's path.
+    ///
+    /// Root (the Slurm plugin in slurmstepd, a prolog) attaches jobs under the batch
+    /// system's own ids. Any other caller's job id is its own: the launcher joins the
+    /// job root attached under that id only when it is one of that job's processes (see
+    /// [`membership`]) and runs as its user; otherwise its job lives in its user's own
+    /// space ([`own_job_id`]), where no other user's launcher can reach it. So no user
+    /// can claim, join or block another's job by naming its id.
     pub fn attach(
         &mut self,
         request: &proto::AttachRequest,
+        caller: Caller,
         uid: u32,
         gid: u32,
-        pid: u32,
-    ) -> std::result::Result<PathBuf, tonic::Status> {
-        if let Some(job) = self.jobs.get_mut(&request.job) {
+    ) -> std::result::Result<(String, PathBuf), tonic::Status> {
+        let id = match caller.uid {
+            0 => request.job.clone(),
+            _ => self.callers_job(&request.job, caller),
+        };
+        let pid = caller.pid;
+        let invalid =
+            |e: anyhow::Error| refusal(&id, Some(caller), Code::InvalidArgument, format!("{e:#}"));
+        if let Some(job) = self.jobs.get_mut(&id) {
             if job.record.uid != uid {
-                return Err(tonic::Status::permission_denied(format!(
-                    "job {} runs as uid {} on this node, not uid {uid}",
-                    request.job, job.record.uid
-                )));
+                let why = format!(
+                    "job {id} runs as uid {} on this node, not uid {uid}",
+                    job.record.uid
+                );
+                return Err(refusal(&id, Some(caller), Code::PermissionDenied, why));
             }
+            let before = job.record.clone();
             for rule in &request.rules {
                 if !job.record.own_rules.contains(rule) {
                     job.record.own_rules.push(rule.clone());
@@ -168,19 +185,19 @@ impl Local {
             }
             job.record.launchers.push(pid);
             job.record.nodes = job.record.nodes.max(request.nodes);
+            if let Err(e) = job.apply_policy(&self.policy) {
+                // Refused: the job stays as it was, and this launcher is not counted.
+                job.record = before;
+                return Err(invalid(e));
+            }
             job.connected += 1;
-            job.apply_policy(&self.policy)
-                .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))?;
             state_dir::save(&self.state_dir, &job.record);
-            return Ok(job.record.segment.clone());
+            tracing::info!(job = %id, uid = caller.uid, pid, "joined");
+            return Ok((id, job.record.segment.clone()));
         }
-        let name = format!(
-            "sluice.{}.{}",
-            file_safe(&self.node),
-            file_safe(&request.job)
-        );
+        let name = format!("sluice.{}.{}", file_safe(&self.node), file_safe(&id));
         let record = JobRecord {
-            job: request.job.clone(),
+            job: id.clone(),
             uid,
             gid,
             user: request.user.clone(),
@@ -192,15 +209,42 @@ impl Local {
             launchers: vec![pid],
             ..JobRecord::default()
         };
-        let mut job = LocalJob::create(record, &self.policy)
-            .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))?;
+        let mut job = LocalJob::create(record, &self.policy).map_err(invalid)?;
         job.connected = 1;
         state_dir::save(&self.state_dir, &job.record);
         let path = job.record.segment.clone();
-        tracing::info!(job = %request.job, uid, "attached");
-        self.jobs.insert(request.job.clone(), job);
+        tracing::info!(job = %id, uid, by = caller.uid, pid, "attached");
+        self.jobs.insert(id.clone(), job);
         self.full_next = true;
-        Ok(path)
+        Ok((id, path))
+    }
+
+    /// The job a launcher other than root names by `named`, as this node keys it: the
+    /// job root attached under that id when the launcher is one of its processes and runs
+    /// as its user, else the launcher user's own job of that name. A launcher that names
+    /// a job root attached without belonging to it is logged.
+    fn callers_job(&self, named: &str, caller: Caller) -> String {
+        let own = own_job_id(caller.uid, named);
+        // Only root makes ids outside the users' spaces, so a job found here under the
+        // plain id is root's (or, for an id shaped like a user's space, that user's own).
+        let Some(job) = self.jobs.get(named) else {
+            return own;
+        };
+        let member = membership::descends_from(caller.pid, &job.record.launchers)
+            || membership::slurm_job_of(caller.pid, caller.uid).as_deref() == Some(named);
+        if job.record.uid == caller.uid && member {
+            return named.to_owned();
+        }
+        let why = match job.record.uid == caller.uid {
+            true => "its process is not one of that job's".to_owned(),
+            false => format!("that job runs as uid {}", job.record.uid),
+        };
+        tracing::warn!(
+            job = %named, uid = caller.uid, pid = caller.pid,
+            "not joined to job {named}: {why}; attached in uid {}'s own space as {own}",
+            caller.uid
+        );
+        own
     }
 
     /// A launcher's connection closed.
@@ -354,6 +398,32 @@ fn log_adopted(id: &str, job: &LocalJob) {
     } else {
         tracing::info!(job = %id, "adopted");
     }
+}
+
+/// A refused attachment as the launcher hears it, logged with who asked (`caller`, unknown
+/// off the UNIX socket), for which job and why.
+pub(crate) fn refusal(job: &str, caller: Option<Caller>, code: Code, why: String) -> tonic::Status {
+    let (uid, pid) = (caller.map(|c| c.uid), caller.map(|c| c.pid));
+    tracing::warn!(job = %job, uid, pid, "attach refused: {why}");
+    tonic::Status::new(code, why)
+}
+
+/// Who asks to attach a job: the launcher's process and its user, as the kernel tells
+/// them (SO_PEERCRED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// The launcher's effective uid.
+    pub uid: u32,
+    /// The launcher's process.
+    pub pid: u32,
+}
+
+/// The id under which a job `named` by a launcher of `uid` (not root, not one of a job
+/// root attached) lives on the node and in the cluster: `uid1000:7777`. Users' ids never
+/// meet each other's nor the batch system's, and an administrator tells them apart in
+/// `sluice jobs`, the metrics and the global's view.
+pub fn own_job_id(uid: u32, named: &str) -> String {
+    format!("uid{uid}:{named}")
 }
 
 /// Whether process `pid` still exists.

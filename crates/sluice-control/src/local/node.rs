@@ -4,9 +4,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio_stream::Stream;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 
-use super::Shared;
+use super::{Caller, Shared, refusal};
 use crate::proto::node_server::Node;
 use crate::proto::{AttachEvent, AttachRequest};
 use crate::transport::peer_cred;
@@ -60,21 +60,34 @@ impl Node for NodeService {
         &self,
         request: Request<AttachRequest>,
     ) -> Result<Response<Self::AttachStream>, Status> {
-        let peer = peer_cred(&request).ok_or_else(|| {
-            Status::permission_denied("jobs are attached over the local UNIX socket only")
-        })?;
+        let peer = peer_cred(&request);
         let mut req = request.into_inner();
+        // What the log shows of the id before it is checked: printable, and short.
+        let shown: String = req
+            .job
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(64)
+            .collect();
+        let Some(peer) = peer else {
+            let why = "jobs are attached over the local UNIX socket only".to_owned();
+            return Err(refusal(&shown, None, Code::PermissionDenied, why));
+        };
+        let caller = Caller {
+            uid: peer.uid,
+            pid: peer.pid.unwrap_or(0),
+        };
         if req.job.is_empty() || req.job.len() > 256 || req.job.chars().any(char::is_control) {
-            return Err(Status::invalid_argument(
-                "job: an id of 1 to 256 printable characters",
-            ));
+            let why = "job: an id of 1 to 256 printable characters".to_owned();
+            return Err(refusal(&shown, Some(caller), Code::InvalidArgument, why));
         }
         let uid = if peer.uid == 0 { req.uid } else { peer.uid };
         if peer.uid != 0 && req.uid != peer.uid {
-            return Err(Status::permission_denied(format!(
+            let why = format!(
                 "uid {} may attach only its own jobs, not one of uid {}",
                 peer.uid, req.uid
-            )));
+            );
+            return Err(refusal(&req.job, Some(caller), Code::PermissionDenied, why));
         }
         let gid = if uid == peer.uid {
             peer.gid
@@ -84,19 +97,18 @@ impl Node for NodeService {
         if req.user.is_empty() {
             req.user = crate::identity::user_name(uid).unwrap_or_else(|| uid.to_string());
         }
-        let pid = peer.pid.unwrap_or(0);
-        let path = self
+        let (job, path) = self
             .local
             .lock()
             .map_err(|_| Status::internal("local controller state poisoned"))?
-            .attach(&req, uid, gid, pid)?;
+            .attach(&req, caller, uid, gid)?;
         Ok(Response::new(Attached {
             first: Some(AttachEvent {
                 segment: path.display().to_string(),
             }),
             local: self.local.clone(),
-            job: req.job,
-            pid,
+            job,
+            pid: caller.pid,
         }))
     }
 }
