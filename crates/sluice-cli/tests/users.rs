@@ -6,6 +6,7 @@
 mod common;
 
 use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -50,6 +51,24 @@ fn job_of(o: &Output) -> String {
     );
     let json: Value = serde_json::from_str(&out[out.find('{').expect("stats")..]).expect("JSON");
     json["job"].as_str().expect("job").to_owned()
+}
+
+/// `sluice run --job JOB --uid A` as root: job JOB attached for user A, as the plugin in
+/// slurmstepd does; the command follows.
+fn for_a_by_root(socket: &str, job: &str) -> Command {
+    let mut c = Command::new(sluice_bin());
+    c.env("SLUICE_STAGE", stage_lib())
+        .args([
+            "run",
+            "--socket",
+            socket,
+            "--job",
+            job,
+            "--uid",
+            &A.to_string(),
+        ])
+        .stdin(Stdio::null());
+    c
 }
 
 /// A local controller whose socket every user reaches.
@@ -215,18 +234,8 @@ fn a_job_root_attached_is_joined_only_by_its_own_processes() {
     let inner_stats = out.path().join("inner.json");
     // Root attaches job 4242 for A (as the plugin in slurmstepd does), and runs A's own
     // `sluice run --job 4242` inside it.
-    let mut outer = Command::new(sluice_bin())
-        .env("SLUICE_STAGE", stage_lib())
-        .args([
-            "run",
-            "--socket",
-            &socket,
-            "--job",
-            "4242",
-            "--uid",
-            &A.to_string(),
-            "--",
-        ])
+    let mut outer = for_a_by_root(&socket, "4242")
+        .arg("--")
         .args([
             "setpriv",
             &format!("--reuid={A}"),
@@ -237,7 +246,6 @@ fn a_job_root_attached_is_joined_only_by_its_own_processes() {
         .args(["run", "--socket", &socket, "--job", "4242", "--stats"])
         .arg(&inner_stats)
         .args(["--", "sleep", "3"])
-        .stdin(Stdio::null())
         .spawn()
         .expect("root's launcher");
     let joined = wait_for(Duration::from_secs(5), || {
@@ -281,4 +289,92 @@ fn a_job_root_attached_is_joined_only_by_its_own_processes() {
             .any(|l| l.contains("joined") && l.contains("job=4242") && l.contains("uid=12345")),
         "A's join not logged: {log}"
     );
+}
+
+/// A cgroup tree of the test's own on the cgroup v2 hierarchy, removed when dropped.
+struct Cgroups {
+    root: PathBuf,
+}
+
+impl Cgroups {
+    /// `None` where no cgroup v2 hierarchy is mounted writable.
+    fn new() -> Option<Cgroups> {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mount = mounts.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.split_whitespace().next() == Some("cgroup2"))
+                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+        })?;
+        let root = mount.join(format!("sluice-test.{}", std::process::id()));
+        std::fs::create_dir(&root).ok()?;
+        Some(Cgroups { root })
+    }
+
+    /// Creates `path` under the tree; returns its cgroup.procs.
+    fn make(&self, path: &str) -> String {
+        let dir = self.root.join(path);
+        std::fs::create_dir_all(&dir).expect("mkdir a cgroup");
+        path_str(&dir.join("cgroup.procs"))
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        // Deepest first: a cgroup is removed only once it has no children.
+        let mut dirs = vec![self.root.clone()];
+        let mut i = 0;
+        while i < dirs.len() {
+            if let Ok(entries) = std::fs::read_dir(&dirs[i]) {
+                dirs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+            }
+            i += 1;
+        }
+        for dir in dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+#[test]
+fn a_process_in_the_jobs_slurm_cgroup_joins_it_and_one_in_a_look_alike_does_not() {
+    if !needs_root() {
+        return;
+    }
+    let Some(cgroups) = Cgroups::new() else {
+        eprintln!("skipped: no writable cgroup v2 hierarchy");
+        return;
+    };
+    let (_dir, local) = local_for_all();
+    let socket = path_str(&local.socket);
+    let mut root_job = for_a_by_root(&socket, "4343")
+        .args(["--", "sleep", "4"])
+        .spawn()
+        .expect("root's launcher");
+    assert!(
+        wait_for(Duration::from_secs(5), || listed(&local.jobs(), "4343")
+            .is_some()),
+        "root's job 4343 is not listed: {}",
+        local.jobs()
+    );
+    // A's `sluice run --job 4343` from a cgroup: Slurm's (cgroup v2 layout), then one a
+    // user could name so in a tree of its own.
+    for (cgroup, job) in [
+        ("system.slice/slurmstepd.scope/job_4343/step_0", "4343"),
+        ("user.slice/job_4343/step_0", "uid12345:4343"),
+    ] {
+        let procs = cgroups.make(cgroup);
+        let o = Command::new("sh")
+            .args(["-c", &format!(
+                "echo $$ > {procs} && exec setpriv --reuid={A} --regid={A} --clear-groups \"$@\""
+            )])
+            .arg("sh")
+            .arg(sluice_bin())
+            .args(["run", "--socket", &socket, "--job", "4343", "--stats", "-", "--", "true"])
+            .env("SLUICE_STAGE", stage_lib())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(job_of(&o), job, "from cgroup {cgroup}");
+    }
+    assert!(root_job.wait().unwrap().success());
 }
