@@ -364,7 +364,10 @@ impl TestUser {
 
 impl Drop for TestUser {
     fn drop(&mut self) {
-        let _ = Command::new("userdel").arg(&self.name).output();
+        match Command::new("userdel").arg(&self.name).output() {
+            Ok(o) if o.status.success() => {}
+            o => eprintln!("the test user {} is left behind: {o:?}", self.name),
+        }
     }
 }
 
@@ -485,7 +488,10 @@ fn a_users_own_sluice_run_joins_its_slurm_job_and_no_other() {
                 && l.contains("its process is not one of that job's")),
         "the separation is not logged: {log}"
     );
-    let _ = a.kill();
+    // Job A ends through Slurm, so that no step of the user outlives the test's Slurm
+    // (and the user can be removed).
+    let o = slurm.cmd("scancel", &[&job_a]);
+    assert!(o.status.success(), "scancel: {o:?}");
     let _ = a.wait();
 }
 
