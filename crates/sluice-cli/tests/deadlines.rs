@@ -183,6 +183,8 @@ fn a_local_forwarding_to_a_stopped_global_answers_within_the_deadline() {
             "global".into(),
             "--listen".into(),
             format!("127.0.0.1:{port}"),
+            "--state-dir".into(),
+            path_str(&dir.path().join("global-state")),
         ],
         dir.path().join("global.log"),
     );
