@@ -127,15 +127,21 @@ impl Local {
     ) -> Local {
         std::fs::write(dir.join("local.toml"), config).expect("config");
         let config = ["--config".to_owned(), path_str(&dir.join("local.toml"))];
-        Self::launch(dir, &config, extra, netns)
+        Self::launch(bins, dir, &config, extra, netns)
     }
 
     /// `sluice local` in `dir` without `--config`; waits until it answers.
     pub fn without_config(dir: &Path, extra: &[&str], netns: Option<&str>) -> Local {
-        Self::launch(dir, &[], extra, netns)
+        Self::launch(&bin_dir(), dir, &[], extra, netns)
     }
 
-    fn launch(dir: &Path, config: &[String], extra: &[&str], netns: Option<&str>) -> Local {
+    fn launch(
+        bins: &Path,
+        dir: &Path,
+        config: &[String],
+        extra: &[&str],
+        netns: Option<&str>,
+    ) -> Local {
         let socket = dir.join("local.sock");
         let shm = super::shm_dir();
         // Other users' launchers open their segments in it, as in /dev/shm itself.
