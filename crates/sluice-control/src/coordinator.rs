@@ -143,6 +143,12 @@ impl Coordinator {
     /// Makes `config` the one in force: pools and settings into the computation.
     fn install(&mut self, config: ControlConfig) -> Result<(), ChangeError> {
         let interval_s = config.interval.as_secs_f64();
+        self.cluster.set_stale_after(
+            config
+                .stale_after
+                .as_millis()
+                .div_ceil(config.interval.as_millis()) as u64,
+        );
         let plans = config
             .pools
             .iter()

@@ -36,6 +36,12 @@ impl Cluster {
         })
     }
 
+    /// Keeps a disconnected node's rates counted for `cycles` cycles (at least one) before
+    /// the node is dropped.
+    pub fn set_stale_after(&mut self, cycles: u64) {
+        self.tuning.stale_after = cycles.max(1);
+    }
+
     /// Replaces the set of pools. All of them are checked before anything changes. A
     /// pool whose algorithm and parameters are unchanged keeps its algorithm's memory;
     /// a removed pool's rates are forgotten.

@@ -12,12 +12,13 @@ use toml::Spanned;
 use super::duration::{format_duration, parse_duration, parse_millis};
 use super::job::{JobSpec, parse_limit};
 use super::pool::{AutoSpec, FieldError, PoolSpec};
-use super::{AdminConfig, ConfigError, ControlConfig};
+use super::{AdminConfig, ConfigError, ControlConfig, STALE_AFTER_RANGE};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     interval: Option<Spanned<String>>,
+    stale_after: Option<Spanned<String>>,
     admin: Option<Spanned<AdminConfig>>,
     #[serde(default)]
     pool: Vec<Spanned<RawPool>>,
@@ -98,6 +99,10 @@ pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError
     if let Some(interval) = &raw.interval {
         config.interval = parse_duration(interval.get_ref())
             .map_err(|e| invalid(interval.span().start, "interval", FieldError::whole(e)))?;
+    }
+    if let Some(stale) = &raw.stale_after {
+        config.stale_after = parse_stale_after(stale.get_ref())
+            .map_err(|e| invalid(stale.span().start, "stale_after", FieldError::whole(e)))?;
     }
     if let Some(admin) = raw.admin {
         check_admin(admin.get_ref()).map_err(|e| invalid(admin.span().start, "admin", e))?;
@@ -285,6 +290,19 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     )
 }
 
+/// Reads `stale_after`: a duration in [`STALE_AFTER_RANGE`].
+fn parse_stale_after(text: &str) -> Result<std::time::Duration, String> {
+    let d = parse_millis(text).map_err(|e| e.to_string())?;
+    if !STALE_AFTER_RANGE.contains(&d) {
+        return Err(format!(
+            "{text:?} is out of range (from {} to {})",
+            format_duration(*STALE_AFTER_RANGE.start()),
+            format_duration(*STALE_AFTER_RANGE.end())
+        ));
+    }
+    Ok(d)
+}
+
 /// Writes `config` in the file format, every value as [`parse`] reads it back.
 pub(super) fn render(config: &ControlConfig) -> String {
     let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
@@ -295,6 +313,11 @@ pub(super) fn render(config: &ControlConfig) -> String {
         out,
         "interval = {}",
         quote(&format_duration(config.interval))
+    );
+    let _ = writeln!(
+        out,
+        "stale_after = {}",
+        quote(&format_duration(config.stale_after))
     );
     let admin = &config.admin;
     let paths = [

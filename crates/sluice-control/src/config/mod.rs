@@ -5,6 +5,7 @@
 //!
 //! ```toml
 //! interval = "1s"                      # 10ms to 1h; default 1s
+//! stale_after = "5m"                   # a silent node's shares stay counted; 1s to 24h
 //!
 //! [admin]
 //! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
@@ -67,6 +68,11 @@ pub use store::{ConfigStore, FileReplaced, Reloaded, Started, StartedFrom};
 pub struct ControlConfig {
     /// How often each pool's capacity is divided again.
     pub interval: Duration,
+    /// How long the shares of a node whose local went silent stay counted in their pools:
+    /// its jobs run on at them (the stage keeps its last rates), so giving them away at
+    /// once would let the pool be exceeded; past this, a node presumed dead no longer
+    /// holds capacity.
+    pub stale_after: Duration,
     /// Who may change things, and how the TCP listener is secured.
     pub admin: AdminConfig,
     /// The pools, in the order written; names are unique.
@@ -78,11 +84,22 @@ pub struct ControlConfig {
     pub jobs: Vec<JobSpec>,
 }
 
+/// How long a silent node's shares stay counted unless the configuration says otherwise:
+/// Slurm's own default for declaring a silent node down (`SlurmdTimeout`, 300 s).
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(300);
+
+/// The shortest and longest `stale_after`: below a second a cut link's first ping would
+/// already give shares away; beyond a day a dead node's capacity is as good as lost.
+pub const STALE_AFTER_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(24 * 3600);
+
 impl Default for ControlConfig {
-    /// No pools, rules or job settings, and a control interval of one second.
+    /// No pools, rules or job settings, a control interval of one second, and silent
+    /// nodes' shares kept for [`DEFAULT_STALE_AFTER`].
     fn default() -> Self {
         ControlConfig {
             interval: Duration::from_secs(1),
+            stale_after: DEFAULT_STALE_AFTER,
             admin: AdminConfig::default(),
             pools: Vec::new(),
             rules: Vec::new(),

@@ -8,7 +8,7 @@ use sluice_core::rule::Rate;
 use sluice_policy::ParamValue;
 
 use super::{EXAMPLE, example};
-use crate::config::{ConfigError, ControlConfig};
+use crate::config::{ConfigError, ControlConfig, DEFAULT_STALE_AFTER};
 
 fn error(text: &str) -> String {
     ControlConfig::parse(text).unwrap_err().to_string()
@@ -23,6 +23,7 @@ fn pool_error(fields: &str) -> String {
 fn reads_every_part() {
     let config = example();
     assert_eq!(config.interval, Duration::from_secs(1));
+    assert_eq!(config.stale_after, DEFAULT_STALE_AFTER);
     assert_eq!(config.admin.group.as_deref(), Some("sluiceadm"));
     assert_eq!(
         config.admin.tls_key,
@@ -55,6 +56,7 @@ fn reads_every_part() {
 fn writes_what_it_reads() {
     let mut config = example();
     config.interval = Duration::from_millis(2_500);
+    config.stale_after = Duration::from_secs(90);
     config.pools[0].min_share = 0.1 + 0.2;
     config.pools[1].filter.clear();
     config.admin.token_file = Some("/etc/sluice/a \"quoted\" token".into());
@@ -157,6 +159,10 @@ fn other_errors_are_placed_too() {
         (
             "interval = \"5 parsecs\"",
             "config:1: interval: \"5 parsecs\" is not a duration (e.g. 200ms, 1s)",
+        ),
+        (
+            "stale_after = \"500ms\"",
+            "config:1: stale_after: \"500ms\" is out of range (from 1s to 24h)",
         ),
         (
             "[admin]\ntls_cert = \"c.pem\"",
