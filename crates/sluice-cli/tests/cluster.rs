@@ -4,16 +4,14 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::process::Child;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{
-    Daemon, Local, assert_pool_held, busiest_second, call_times, daemon_dir, monotonic_ns,
-    rate_between, share, wait_for,
+    assert_pool_held, busiest_second, call_times, monotonic_ns, rate_between, share, wait_for,
 };
-use common::net::{Net, start_global, wait_global};
+use common::net::{Cluster, start_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
 use serde_json::Value;
 
@@ -25,87 +23,6 @@ const GLOBAL_CONFIG: &str = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
     match = \"op=getattr\"\ncapacity = \"8k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n\n\
     [[job]]\njob = \"B\"\npool = \"md\"\nlimit = \"2k/s\"\n";
 
-/// A global in its namespace and a local on each node.
-struct Cluster {
-    net: Net,
-    global: Daemon,
-    locals: Vec<Local>,
-    dir: tempfile::TempDir,
-}
-
-impl Cluster {
-    fn start() -> Option<Cluster> {
-        Cluster::with(GLOBAL_CONFIG, false, true)
-    }
-
-    /// The global runs `config`; with `token`, it requires a bearer token for admin
-    /// changes, and the locals hold it. With `node_names` each local is given its node's
-    /// name (--node); without, each takes the default, the host name, which every
-    /// namespace shares: as an administrator trying sluice on one machine would start them.
-    fn with(config: &str, token: bool, node_names: bool) -> Option<Cluster> {
-        let net = Net::new()?;
-        let dir = daemon_dir();
-        let token_file = path_str(&dir.path().join("token"));
-        let mut config = config.to_owned();
-        if token {
-            std::fs::write(&token_file, "race-token\n").unwrap();
-            std::fs::set_permissions(&token_file, PermissionsExt::from_mode(0o600)).unwrap();
-            config += &format!("\n[admin]\ntoken_file = \"{token_file}\"\n");
-        }
-        std::fs::write(dir.path().join("global.toml"), config).unwrap();
-        let global = start_global(&net, dir.path());
-        wait_global(&net, &global);
-        let mut locals = Vec::new();
-        for i in 0..2 {
-            let d = dir.path().join(format!("n{i}"));
-            std::fs::create_dir_all(&d).unwrap();
-            let url = format!("http://10.231.{i}.1:7401");
-            let node = format!("node{i}");
-            let mut extra = vec!["--global", url.as_str()];
-            if node_names {
-                extra.extend(["--node", node.as_str()]);
-            }
-            if token {
-                extra.extend(["--token-file", token_file.as_str()]);
-            }
-            locals.push(Local::start(&d, "", &extra, Some(net.node_ns(i))));
-        }
-        // Jobs attached before their local has the global's pools would run without
-        // them for a moment: start jobs once both locals are connected.
-        let connected = wait_for(Duration::from_secs(10), || {
-            let said = |l: &Local| {
-                l.daemon
-                    .log_text()
-                    .contains("connected to the global controller")
-            };
-            locals.iter().all(said) && (!node_names || Cluster::counted(&locals[0]) == 2)
-        });
-        assert!(
-            connected,
-            "the locals never connected: {}",
-            global.log_text()
-        );
-        Some(Cluster {
-            net,
-            global,
-            locals,
-            dir,
-        })
-    }
-
-    /// The locals the global counts, asked through `local`.
-    fn counted(local: &Local) -> u64 {
-        let o = local.admin(&["status", "--json"]);
-        let status = serde_json::from_slice::<Value>(&o.stdout).unwrap_or_default();
-        status["locals"].as_u64().unwrap_or(0)
-    }
-
-    /// `sluice jobs --json` asked of the global through node 0's local.
-    fn jobs(&self) -> Value {
-        self.locals[0].jobs()
-    }
-}
-
 /// Job A runs on both nodes, job B (reserved 2k/s) on node 0; the pool is 8k/s. Once
 /// PSFA has converged (it closes a quarter of B's gap to its reservation per interval,
 /// so B's share approaches 2k/s from below), A's combined rate holds its allocation
@@ -114,7 +31,9 @@ impl Cluster {
 #[test]
 fn a_job_on_two_nodes_holds_its_allocation() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(c) = Cluster::start() else { return };
+    let Some(c) = Cluster::with(GLOBAL_CONFIG, false, true) else {
+        return;
+    };
     let s = Scratch::new();
     let rate = c_prog("rate");
     let outs = [tmp_dir(), tmp_dir(), tmp_dir()];
@@ -215,7 +134,7 @@ fn a_job_on_two_nodes_holds_its_allocation() {
 #[test]
 fn a_killed_global_or_a_cut_link_leaves_rates_in_force() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut c) = Cluster::start() else {
+    let Some(mut c) = Cluster::with(GLOBAL_CONFIG, false, true) else {
         return;
     };
     let s = Scratch::new();

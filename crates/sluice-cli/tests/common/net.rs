@@ -2,10 +2,13 @@
 //! only inside them, created and removed by the test), the global in one, a local in each
 //! other.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
-use super::daemons::{Daemon, monotonic_ns, wait_for};
+use serde_json::Value;
+
+use super::daemons::{Daemon, Local, daemon_dir, monotonic_ns, wait_for};
 use super::path_str;
 
 /// Three namespaces: `g` holds the global, `n1` and `n2` a local each, each node linked
@@ -126,4 +129,81 @@ pub fn start_global_with(net: &Net, dir: &std::path::Path, extra: &[&str]) -> Da
         &args,
         dir.join(format!("global.{}.log", monotonic_ns())),
     )
+}
+
+/// A global in its namespace and a local on each node.
+pub struct Cluster {
+    pub net: Net,
+    pub global: Daemon,
+    pub locals: Vec<Local>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// The global runs `config`; with `token`, it requires a bearer token for admin
+    /// changes, and the locals hold it. With `node_names` each local is given its node's
+    /// name (--node); without, each takes the default, the host name, which every
+    /// namespace shares: as an administrator trying sluice on one machine would start them.
+    pub fn with(config: &str, token: bool, node_names: bool) -> Option<Cluster> {
+        let net = Net::new()?;
+        let dir = daemon_dir();
+        let token_file = path_str(&dir.path().join("token"));
+        let mut config = config.to_owned();
+        if token {
+            std::fs::write(&token_file, "cluster-token\n").unwrap();
+            std::fs::set_permissions(&token_file, PermissionsExt::from_mode(0o600)).unwrap();
+            config += &format!("\n[admin]\ntoken_file = \"{token_file}\"\n");
+        }
+        std::fs::write(dir.path().join("global.toml"), config).unwrap();
+        let global = start_global(&net, dir.path());
+        wait_global(&net, &global);
+        let mut locals = Vec::new();
+        for i in 0..2 {
+            let d = dir.path().join(format!("n{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let url = format!("http://10.231.{i}.1:7401");
+            let node = format!("node{i}");
+            let mut extra = vec!["--global", url.as_str()];
+            if node_names {
+                extra.extend(["--node", node.as_str()]);
+            }
+            if token {
+                extra.extend(["--token-file", token_file.as_str()]);
+            }
+            locals.push(Local::start(&d, "", &extra, Some(net.node_ns(i))));
+        }
+        // Jobs attached before their local has the global's pools would run without
+        // them for a moment: start jobs once both locals are connected.
+        let connected = wait_for(Duration::from_secs(10), || {
+            let said = |l: &Local| {
+                l.daemon
+                    .log_text()
+                    .contains("connected to the global controller")
+            };
+            locals.iter().all(said) && (!node_names || Cluster::counted(&locals[0]) == 2)
+        });
+        assert!(
+            connected,
+            "the locals never connected: {}",
+            global.log_text()
+        );
+        Some(Cluster {
+            net,
+            global,
+            locals,
+            dir,
+        })
+    }
+
+    /// The locals the global counts, asked through `local`.
+    pub fn counted(local: &Local) -> u64 {
+        let o = local.admin(&["status", "--json"]);
+        let status = serde_json::from_slice::<Value>(&o.stdout).unwrap_or_default();
+        status["locals"].as_u64().unwrap_or(0)
+    }
+
+    /// `sluice jobs --json` asked of the global through node 0's local.
+    pub fn jobs(&self) -> Value {
+        self.locals[0].jobs()
+    }
 }
