@@ -161,6 +161,15 @@ impl Gate<'_> {
         bump(&shard.unmanaged, 1, owned);
     }
 
+    /// Counts a call passed through unjudged in `segment` ([`Shard::unjudged`]).
+    ///
+    /// [`Shard::unjudged`]: crate::segment::Shard::unjudged
+    #[inline]
+    pub fn count_unjudged(segment: &Segment, ts: &mut ThreadState) {
+        let (shard, owned) = ts.shard(segment);
+        bump(&shard.unjudged, 1, owned);
+    }
+
     /// The counter of unmanaged calls this thread bumps in `segment`, and whether the
     /// thread owns it (is its only writer: a plain load and store suffice, as in
     /// [`bump`]). The same until `ts` is reset, so a caller may keep it to count

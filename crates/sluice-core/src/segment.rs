@@ -404,7 +404,23 @@ pub struct Shard {
     /// Sampled latency of the real calls per pool (index: pool slot, that is channel
     /// minus [`MAX_RULES`]).
     pub latency: [LatencyCounter; MAX_POOLS],
+    /// Calls whose target the stage could not read (a path or a stream the kernel or libc
+    /// would refuse as a bad address), passed to the real function unjudged. Last, in
+    /// what was the shard's padding: a shard of layout version 3 has the same size and
+    /// offsets with or without it (checked below), so a stage and a controller of the
+    /// same version agree whichever of them knows it.
+    pub unjudged: AtomicU64,
 }
+
+/// The size a shard had before [`Shard::unjudged`]: the field must fit in its padding.
+const SHARD_BYTES_BEFORE_UNJUDGED: usize = 5824;
+const _: () = assert!(
+    std::mem::size_of::<Shard>() == SHARD_BYTES_BEFORE_UNJUDGED
+        && std::mem::offset_of!(Shard, unjudged)
+            >= std::mem::offset_of!(Shard, latency)
+                + std::mem::size_of::<[LatencyCounter; MAX_POOLS]>(),
+    "Shard::unjudged no longer fits in the padding of layout version 3"
+);
 
 /// The segment, as mapped.
 #[repr(C)]
@@ -539,6 +555,7 @@ impl Segment {
                 acc.add(&ChannelTotal::of(c));
             }
             t.unmanaged += s.unmanaged.load(Ordering::Relaxed);
+            t.unjudged += s.unjudged.load(Ordering::Relaxed);
             for (acc, l) in t.channels[MAX_RULES..].iter_mut().zip(&s.latency) {
                 acc.add_latency(l);
             }
@@ -707,6 +724,8 @@ pub struct Totals {
     pub channels: [ChannelTotal; CHANNELS],
     /// Calls on unmanaged targets.
     pub unmanaged: u64,
+    /// Calls passed through unjudged ([`Shard::unjudged`]).
+    pub unjudged: u64,
 }
 
 impl Default for Totals {
@@ -715,6 +734,7 @@ impl Default for Totals {
             ops: [OpTotal::default(); Op::COUNT],
             channels: [ChannelTotal::default(); CHANNELS],
             unmanaged: 0,
+            unjudged: 0,
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! This is the JSON `sluice run --stats FILE` writes:
 //! `{"job":…, "ops":{"open":{"calls":…,"bytes":…},…}, "rules":[{"rule":…,"admitted":…,
-//! "bytes":…,"wait_ns":…}], "pools":[{"rule":…,…,"timed":…}], "unmanaged":…}` (pools: the
+//! "bytes":…,"wait_ns":…}], "pools":[{"rule":…,…,"timed":…}], "unmanaged":…, "unjudged":…}` (pools: the
 //! job's shares of the control plane's pools, written as the pool's filter and capacity,
 //! with the calls timed for their latency). Operations appear in the order of [`Op::ALL`],
 //! every one of them, so that a script can index the report without checks.
@@ -67,6 +67,9 @@ pub struct Stats {
     pub pools: Vec<RuleStats>,
     /// Calls on targets outside the managed places.
     pub unmanaged: u64,
+    /// Calls whose target the stage could not read (a bad address the kernel refuses),
+    /// passed through unjudged.
+    pub unjudged: u64,
 }
 
 impl Stats {
@@ -97,6 +100,7 @@ impl Stats {
             rules: of(rules, 0),
             pools: of(pools, MAX_RULES),
             unmanaged: totals.unmanaged,
+            unjudged: totals.unjudged,
         }
     }
 }
