@@ -25,8 +25,10 @@ pub struct Place {
     pub managed: bool,
 }
 
-/// A set of bytes (256 bits): the letters places start with.
+/// A set of bytes (256 bits): the letters places start with. Laid out as its four words
+/// (bit `c % 64` of word `c / 64`), which the stage's probe reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(transparent)]
 pub struct LetterSet([u64; 4]);
 
 impl LetterSet {
@@ -106,27 +108,28 @@ impl MountTable {
         Ok(table)
     }
 
-    /// The managed places no other place lies below, for [`Leaves::place_of`].
-    pub fn leaves(&self) -> Leaves {
-        let mut leaves = Leaves::default();
-        let mut k = 0;
-        for (i, p) in self.places.iter().enumerate().skip(1) {
-            let path = p.path.as_bytes();
-            if p.managed
-                && path.len() <= LEAF_BYTES
-                && k < MAX_LEAVES
-                && !self.has_places_below(path)
-            {
-                let leaf = &mut leaves.0[k];
-                leaf.bytes[..path.len()].copy_from_slice(path);
-                leaf.len = path.len() as u8;
-                leaf.idx = i as PlaceIdx;
-                leaf.blocks = (path.len() / 16 + 1) as u8;
-                leaf.last = (1u16 << (path.len() % 16)).wrapping_sub(1);
-                k += 1;
-            }
+    /// The managed places a path is compared with at a glance ([`Prefixes::glance`]):
+    /// every one but the root when there are at most four, so that a path apart from
+    /// them all lies in none; else (or when the root is managed) the managed places no
+    /// other place lies below, at most four, which can only say where a path lies.
+    pub fn prefixes(&self) -> Prefixes {
+        let managed: Vec<usize> = (1..self.places.len())
+            .filter(|&i| self.is_managed(i as PlaceIdx))
+            .collect();
+        let complete = !self.is_managed(0) && managed.len() <= MAX_PREFIXES;
+        let mut out = Prefixes {
+            complete,
+            ..Prefixes::default()
+        };
+        let leaf = |i: usize| {
+            let path = self.places[i].path.as_bytes();
+            path.len() < PREFIX_BYTES && !self.has_places_below(path)
+        };
+        let chosen = managed.into_iter().filter(|&i| complete || leaf(i));
+        for (slot, i) in out.list.iter_mut().zip(chosen) {
+            *slot = Prefix::new(self.places[i].path.as_bytes(), i as PlaceIdx, leaf(i));
         }
-        leaves
+        out
     }
 
     fn insert(&mut self, path: &str, managed: bool) -> Result<(), PlaceError> {
@@ -229,154 +232,216 @@ impl MountTable {
     }
 }
 
-/// Most places [`Leaves`] holds, and the room for each one's path.
-const MAX_LEAVES: usize = 4;
-const LEAF_BYTES: usize = 47;
+/// Most places [`Prefixes`] holds, and the bytes of each one's path it holds.
+const MAX_PREFIXES: usize = 4;
+const PREFIX_BYTES: usize = 48;
 
-/// The managed places that no other place lies below (at most four, each with a path of
-/// at most 47 bytes), to match a path against where it lies: the common managed call
-/// names a file on the one file system a job's rules are about.
+/// Up to four managed places, laid out to compare a path with at a glance: the common
+/// call names a file on the one file system a job's rules are about, or one on a file
+/// system no rule is about, and often one that shares the first letters of its path
+/// with a managed place (`/lustre/home` beside a managed `/lustre/scratch`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Leaves([Leaf; MAX_LEAVES]);
+pub struct Prefixes {
+    list: [Prefix; MAX_PREFIXES],
+    /// Whether `list` holds every managed place (the root not among them): then a path
+    /// apart from them all lies in none.
+    complete: bool,
+}
 
-/// One place of [`Leaves`], in one cache line; `len` 0 ends the list.
+/// One place of [`Prefixes`], in one cache line; `len` 0 ends the list.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-struct Leaf {
-    /// The path, zero-padded to whole 16-byte blocks.
-    bytes: [u8; 48],
+pub struct Prefix {
+    /// The path's first bytes, zero-padded.
+    bytes: [u8; PREFIX_BYTES],
+    /// Bytes of the path held.
     len: u8,
     idx: PlaceIdx,
-    /// The 16-byte blocks that hold the path and the byte after it, and the mask of the
-    /// path's bytes in the last one: both follow from `len`, worked out once here rather
-    /// than in every call.
+    /// Whether `bytes` holds the whole path (else only its first 48 bytes, which can
+    /// tell a path apart but never in).
+    whole: bool,
+    /// Whether no other place lies below this one: a path in it lies in this place.
+    leaf: bool,
+    /// Whether a component of the path starts with a dot (`/home/.cache`).
+    dotted: bool,
+    /// The bytes compared (the path's, and the byte after a whole path) and the 16-byte
+    /// blocks that hold them: both follow from `len`, worked out once here rather than in
+    /// every call.
+    compared: u8,
     blocks: u8,
-    last: u16,
 }
 
-impl Default for Leaf {
+impl Default for Prefix {
     fn default() -> Self {
-        Leaf {
-            bytes: [0; 48],
+        Prefix {
+            bytes: [0; PREFIX_BYTES],
             len: 0,
             idx: 0,
+            whole: false,
+            leaf: false,
+            dotted: false,
+            compared: 0,
             blocks: 0,
-            last: 0,
         }
     }
 }
 
-impl Leaves {
-    /// The place a NUL-terminated path lies in, when a glance can tell: its first bytes
-    /// are a place's path, followed by a slash or its end, and no component after them
-    /// starts with a dot. `None` when a glance cannot tell. One comparison per place, and
-    /// no scan of the whole path.
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
+/// Where a routine that does what [`Prefix::stand_of`] does on a C string finds what it
+/// needs in a [`Prefix`], whose layout is C's: the bytes compared (zero-padded to whole
+/// 16-byte blocks; the last compared one is 0 when they hold the whole path), how many
+/// are compared (0 for no place), the blocks that hold them, and whether the place has a
+/// component starting with a dot (a byte, 0 or 1).
+pub mod prefix_layout {
+    use super::Prefix;
+    use std::mem::offset_of;
+
+    /// The bytes compared.
+    pub const BYTES: usize = offset_of!(Prefix, bytes);
+    /// How many bytes are compared (a byte).
+    pub const COMPARED: usize = offset_of!(Prefix, compared);
+    /// The blocks that hold them (a byte).
+    pub const BLOCKS: usize = offset_of!(Prefix, blocks);
+    /// Whether the place has a component starting with a dot (a byte).
+    pub const DOTTED: usize = offset_of!(Prefix, dotted);
+}
+
+/// Where a path lies, as [`Prefixes`] see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Glance {
+    /// In this managed place, which no other place lies below.
+    In(PlaceIdx),
+    /// In no managed place, and above none.
+    Apart,
+    /// A glance cannot tell: the full lookup's.
+    Unknown,
+}
+
+/// How a path with no component starting with a dot stands to one place
+/// ([`Prefix::stand_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stand {
+    /// In it (equal to it, or below it).
+    In,
+    /// Neither in it nor above it.
+    Apart,
+    /// Above it, or a glance cannot tell.
+    Unknown,
+}
+
+impl Prefixes {
+    /// Where an absolute path lies, from how it stands to the first place, when that
+    /// settles it: in the first place if it is one no other place lies below, apart from
+    /// it if it is the only managed place, and unknown if there is no other place to
+    /// compare with. `None` when the other places must be compared ([`Prefixes::glance`]).
     #[inline(always)]
-    pub unsafe fn place_of(&self, p: *const u8) -> Option<PlaceIdx> {
-        let first = &self.0[0];
-        if first.len == 0 {
-            return None;
+    pub fn settled(&self, first: Stand) -> Option<Glance> {
+        let head = &self.list[0];
+        match first {
+            Stand::In if head.leaf => Some(Glance::In(head.idx)),
+            _ if self.list[1].len != 0 => None,
+            Stand::Apart if self.complete => Some(Glance::Apart),
+            _ => Some(Glance::Unknown),
         }
-        // SAFETY: the caller's promise.
-        if unsafe { first.starts(p) } {
-            // SAFETY: as above.
-            return unsafe { first.place_past(p) };
-        }
-        if self.0[1].len == 0 {
-            return None;
-        }
-        // SAFETY: as above.
-        unsafe { self.place_among_others(p) }
     }
 
-    /// [`Leaves::place_of`] over the places after the first, out of line: a job's rules
-    /// are most often about one file system, and the code for the others would lie
-    /// between the pieces of the common call.
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
-    #[cold]
-    #[inline(never)]
-    unsafe fn place_among_others(&self, p: *const u8) -> Option<PlaceIdx> {
-        for leaf in &self.0[1..] {
-            if leaf.len == 0 {
-                return None;
-            }
-            // SAFETY: the caller's promise.
-            if unsafe { leaf.starts(p) } {
-                // SAFETY: as above.
-                return unsafe { leaf.place_past(p) };
+    /// The first place: the one a path is compared with first (one that compares no
+    /// byte when there is none).
+    #[inline(always)]
+    pub fn first(&self) -> &Prefix {
+        &self.list[0]
+    }
+
+    /// Where an absolute path lies: in a managed place no other place lies below, apart
+    /// from every managed place, or unknown. `stand` says how the path stands to a place
+    /// ([`Prefix::stand_of`]; the stage's probe does it on a C string): `None` when a
+    /// component of the path starts with a dot (`.`, `..`: it may lead anywhere), or an
+    /// error when the path cannot be read.
+    pub fn glance<E>(
+        &self,
+        mut stand: impl FnMut(&Prefix) -> Result<Option<Stand>, E>,
+    ) -> Result<Glance, E> {
+        let mut apart = self.complete;
+        for prefix in self.list.iter().take_while(|x| x.len != 0) {
+            match stand(prefix)? {
+                None => return Ok(Glance::Unknown),
+                Some(Stand::In) if prefix.leaf => return Ok(Glance::In(prefix.idx)),
+                Some(Stand::Apart) => {}
+                Some(_) => apart = false,
             }
         }
-        None
+        Ok(if apart {
+            Glance::Apart
+        } else {
+            Glance::Unknown
+        })
     }
 }
 
-impl Leaf {
-    /// This place, for a string that [`Leaf::starts`] with it, unless a component after
-    /// the place's path starts with a dot.
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string that starts with this place's path.
-    #[inline(always)]
-    unsafe fn place_past(&self, p: *const u8) -> Option<PlaceIdx> {
-        // SAFETY: byte `len` is a slash or the NUL: what follows it, or the NUL itself, is
-        // a NUL-terminated suffix of the string.
-        (!unsafe { dot_component(p.add(self.len as usize)) }).then_some(self.idx)
+impl Prefix {
+    fn new(path: &[u8], idx: PlaceIdx, leaf: bool) -> Prefix {
+        let whole = path.len() < PREFIX_BYTES;
+        let len = path.len().min(PREFIX_BYTES);
+        let mut bytes = [0; PREFIX_BYTES];
+        bytes[..len].copy_from_slice(&path[..len]);
+        // A whole path's byte after it (its end) is compared too.
+        let compared = if whole { len + 1 } else { len };
+        Prefix {
+            bytes,
+            len: len as u8,
+            idx,
+            whole,
+            leaf: leaf && whole,
+            dotted: slash_pairs(path).0,
+            compared: compared as u8,
+            blocks: compared.div_ceil(16) as u8,
+        }
     }
 
-    /// Whether the string at `p` starts with this place's path, followed by a slash or
-    /// its end.
+    /// How the absolute path `path` (its bytes; its NUL after them) stands to this place;
+    /// `None` when a component of the path starts with a dot.
     ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn starts(&self, p: *const u8) -> bool {
-        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8};
-        let blocks = self.blocks as usize;
-        // The blocks read lie in the page of the string's first byte, which is mapped;
-        // near the page's end, a glance cannot tell.
-        if (p as usize & 4095) + blocks * 16 > 4096 {
-            return false;
+    /// The path is compared with the place's bytes up to the first that differs, and the
+    /// bytes around that one say whether the two part ways between components
+    /// (`/lustre/home/x` and `/lustre/scratch`), or one continues the other
+    /// (`/lustre/scratch/x`), or the path lies above the place (`/lustre`) or has a double
+    /// slash where they part (`/lustre//scratch`), which a glance leaves to the lookup.
+    /// A component starting with a dot is looked for only from the byte before the one
+    /// that differs: the bytes before are the place's, which have none (unless the place
+    /// has one itself: then from the start).
+    pub fn stand_of(&self, path: &[u8]) -> Option<Stand> {
+        let n = self.compared as usize;
+        let byte = |i: usize| path.get(i).copied().unwrap_or(0);
+        let differ = (0..n).find(|&i| byte(i) != self.bytes[i]);
+        let from = if self.dotted {
+            0
+        } else {
+            differ.unwrap_or(n).saturating_sub(1)
+        };
+        let rest = path.get(from..).unwrap_or_default();
+        if rest.first() == Some(&b'.') || slash_pairs(rest).0 {
+            return None;
         }
-        for k in 0..blocks {
-            // SAFETY: within the page of `p` (above), and within `bytes`. SSE2 is part of
-            // x86_64.
-            let eq = unsafe {
-                let v = load_block(p.add(16 * k));
-                let w = load_block(self.bytes.as_ptr().add(16 * k));
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, w)) as u32
-            };
-            let want = if k + 1 == blocks {
-                self.last as u32
+        let Some(d) = differ else {
+            return Some(if self.whole {
+                Stand::In
             } else {
-                0xffff
-            };
-            if eq & want != want {
-                return false;
-            }
-        }
-        // SAFETY: the path's bytes matched, none of which is the NUL: the byte after them
-        // is the string's.
-        matches!(unsafe { *p.add(self.len as usize) }, b'/' | 0)
-    }
-
-    /// See the x86_64 version; elsewhere a byte at a time (the first byte that differs
-    /// stops it, the string's NUL at the latest).
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
-    #[cfg(not(target_arch = "x86_64"))]
-    #[inline(always)]
-    unsafe fn starts(&self, p: *const u8) -> bool {
-        let n = self.len as usize;
-        // SAFETY: reads stop at the first byte that differs, the NUL at the latest.
-        (0..n).all(|k| unsafe { *p.add(k) } == self.bytes[k])
-            && matches!(unsafe { *p.add(n) }, b'/' | 0)
+                Stand::Unknown
+            });
+        };
+        let end = |b: u8| b == 0 || b == b'/';
+        let (ours, theirs) = (byte(d), self.bytes[d]);
+        Some(match (end(ours), end(theirs)) {
+            // The path's component goes on where the place's ends or differs.
+            (false, _) => Stand::Apart,
+            // The place ends where the path's component ends: the path is in it.
+            (true, true) if theirs == 0 => Stand::In,
+            // The path ends where the place goes on: above it.
+            (true, true) => Stand::Unknown,
+            // The path's component ends inside one of the place's, unless it is an
+            // empty one (a double or a trailing slash), which the lookup must see.
+            (true, false) if byte(d - 1) == b'/' => Stand::Unknown,
+            (true, false) => Stand::Apart,
+        })
     }
 }
 
@@ -454,8 +519,8 @@ pub fn is_normal(path: &[u8]) -> bool {
     }
 }
 
-/// What one pass over a C path found: its length and the pairs that keep it from being in
-/// normal form.
+/// What one pass over a C path found (the stage's probe makes it, sixteen bytes at a time):
+/// its length and the pairs that keep it from being in normal form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scan {
     /// Bytes before the NUL.
@@ -467,166 +532,20 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The scan of `path` (its bytes before the NUL), a byte at a time.
+    pub fn of(path: &[u8]) -> Scan {
+        let (dot, slash) = slash_pairs(path);
+        Scan {
+            len: path.len(),
+            slash_dot: dot,
+            slash_slash: slash || path.last() == Some(&b'/'),
+        }
+    }
+
     /// Whether the path is absolute and in normal form (as [`is_normal`] judges it).
     #[inline]
     pub fn is_normal(&self, first: u8) -> bool {
         first == b'/' && !self.slash_dot && (!self.slash_slash || self.len == 1)
-    }
-}
-
-/// Measures a NUL-terminated path and checks it for `/.`, `//` and a trailing slash, in
-/// one pass, sixteen bytes at a time: the stage runs this on every path a program passes.
-///
-/// The pass reads whole aligned 16-byte blocks, so it may read up to 15 bytes beyond the
-/// NUL but never into another page (the way `strlen` is written); the loads are made with
-/// inline assembly, outside the language's object model.
-///
-/// # Safety
-/// `p` points to a NUL-terminated string.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub unsafe fn scan_c_path(p: *const u8) -> Scan {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_setzero_si128};
-    let off = p as usize & 15;
-    let mut q = p.wrapping_sub(off);
-    let mut shift = off as u32;
-    let (mut dots, mut slashes, mut carry) = (0u32, 0u32, 0u32);
-    loop {
-        // SAFETY: the block holds a byte of the string, at most its NUL.
-        let v = unsafe { load_block(q) };
-        // SAFETY: SSE2 is part of x86_64.
-        let (z, s, d) = unsafe {
-            let mask = |b: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, splat(b))) as u32;
-            (
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) as u32 >> shift,
-                mask(b'/') >> shift,
-                mask(b'.') >> shift,
-            )
-        };
-        // Bit i: byte i follows a slash (bit 0 of the first block never does).
-        let after = (s << 1) | carry;
-        if z != 0 {
-            let nul = z & z.wrapping_neg();
-            let before = nul - 1;
-            dots |= after & d & before;
-            slashes |= after & (s & before | nul);
-            return Scan {
-                len: (q as usize + shift as usize - p as usize) + z.trailing_zeros() as usize,
-                slash_dot: dots != 0,
-                slash_slash: slashes != 0,
-            };
-        }
-        dots |= after & d;
-        slashes |= after & s;
-        carry = (s >> (15 - shift)) & 1;
-        q = q.wrapping_add(16);
-        shift = 0;
-    }
-}
-
-/// `b` in each byte of a vector, made in registers. As a constant it would be loaded from
-/// the library's read-only data, a page no other part of a call touches: after a system
-/// call, each page a call touches costs a TLB miss (1.7 ns on this project's VM).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn splat(b: u8) -> std::arch::x86_64::__m128i {
-    let v;
-    // SAFETY: register moves only; SSE2 is part of x86_64.
-    unsafe {
-        std::arch::asm!("movd {v}, {x:e}", "pshufd {v}, {v}, 0",
-            x = in(reg) u32::from_ne_bytes([b; 4]), v = out(xmm_reg) v,
-            options(pure, nomem, nostack, preserves_flags));
-    }
-    v
-}
-
-/// The 16 bytes at `q`, aligned or not.
-///
-/// # Safety
-/// The 16 bytes lie in mapped memory: an aligned block that holds a byte of a string
-/// does, for it lies within that byte's page.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn load_block(q: *const u8) -> std::arch::x86_64::__m128i {
-    let v;
-    // SAFETY: the caller's promise; the load is made outside the language's object
-    // model, so reading bytes past the NUL is no out-of-bounds access.
-    unsafe {
-        std::arch::asm!("movdqu {v}, [{q}]", q = in(reg) q, v = out(xmm_reg) v,
-            options(pure, readonly, nostack, preserves_flags));
-    }
-    v
-}
-
-/// Whether some component of a NUL-terminated path starts with a dot (a `.` or `..`
-/// component, or a hidden name): the only way a path can lead out of the place its
-/// letters name. Cheaper than [`scan_c_path`]: sixteen bytes at a time, it looks only for
-/// dots and the NUL, and checks the byte before each dot; the string is not measured.
-///
-/// # Safety
-/// `p` points to a NUL-terminated string.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub unsafe fn dot_component(p: *const u8) -> bool {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_setzero_si128};
-    let mut q = p.wrapping_sub(p as usize & 15);
-    let mut keep = u32::MAX << (p as usize & 15);
-    loop {
-        // SAFETY: the block holds a byte of the string, at most its NUL. SSE2 is part of
-        // x86_64.
-        let mut m = unsafe {
-            let v = load_block(q);
-            let hits = _mm_or_si128(
-                _mm_cmpeq_epi8(v, _mm_setzero_si128()),
-                _mm_cmpeq_epi8(v, splat(b'.')),
-            );
-            _mm_movemask_epi8(hits) as u32 & keep
-        };
-        while m != 0 {
-            let at = q.wrapping_add(m.trailing_zeros() as usize);
-            // SAFETY: `at` is a byte of the string or its NUL, and the byte before it is
-            // one too when `at` is not the first.
-            unsafe {
-                if *at == 0 {
-                    return false;
-                }
-                if at == p || *at.sub(1) == b'/' {
-                    return true;
-                }
-            }
-            m &= m - 1;
-        }
-        q = q.wrapping_add(16);
-        keep = u32::MAX;
-    }
-}
-
-/// See the x86_64 version; elsewhere a byte at a time.
-///
-/// # Safety
-/// `p` points to a NUL-terminated string.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub unsafe fn dot_component(p: *const u8) -> bool {
-    // SAFETY: the caller's promise.
-    let path = unsafe { std::ffi::CStr::from_ptr(p.cast()) }.to_bytes();
-    path.first() == Some(&b'.') || slash_pairs(path).0
-}
-
-/// See the x86_64 version; elsewhere a byte at a time.
-///
-/// # Safety
-/// `p` points to a NUL-terminated string.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub unsafe fn scan_c_path(p: *const u8) -> Scan {
-    // SAFETY: the caller's promise.
-    let path = unsafe { std::ffi::CStr::from_ptr(p.cast()) }.to_bytes();
-    let (dot, slash) = slash_pairs(path);
-    Scan {
-        len: path.len(),
-        slash_dot: dot,
-        slash_slash: slash || path.last() == Some(&b'/'),
     }
 }
 
@@ -761,158 +680,137 @@ mod tests {
         assert!(!is_normal(b"x"));
     }
 
-    /// The one-pass scan agrees with `strlen` and `is_normal` wherever the string starts
-    /// relative to 16-byte blocks.
     #[test]
-    fn one_pass_scan_agrees_with_the_slice_checks() {
-        let cases: &[&[u8]] = &[
-            b"/",
+    fn scan_of_a_path_agrees_with_is_normal() {
+        for case in [
+            &b"/"[..],
             b"//",
-            b"/a",
             b"/a/",
-            b"/a/.",
-            b"/a/..",
             b"/a/.b",
+            b"/a/..",
             b"/scratch/x",
-            b"/1234567/.x",
-            b"/1234567//x",
-            b"/123456789012345/x",
-            b"/12345678901234/.x",
-            b"/123456789012345/.x",
-            b"/1234567890123456/.x",
-            b"/dev/shm/sluice-bench.AbCdEf/managed/f",
-            b"/a/very-long-component-name/and/more//x",
-            b"/a/x../y.z/very-long-component-name/and/more/x",
-            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/.x",
-            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
-            b"/aaaaaaaaaaaaaaa/.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
-            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
-            b"relative/x",
-            b"./x",
-            b".hidden",
-            b"a.b/c.d/.e",
-            b"a.b/c.d/e.",
-            b"/usr/lib/x86_64-linux-gnu/libc.so.6",
-            b"/usr/lib/x86_64-linux-gnu/../../../scratch/libc.so.6",
+            b"/scratch//x",
+            b"/x.y/z",
+            b"rel/x",
             b"",
-        ];
-        let mut page = vec![0u8; 8192];
-        let base = page.as_mut_ptr() as usize;
-        let start = base.next_multiple_of(4096) - base;
-        for case in cases {
-            for off in 0..33 {
-                let at = start + off;
-                page[at..at + case.len()].copy_from_slice(case);
-                page[at + case.len()] = 0;
-                // SAFETY: NUL-terminated just above.
-                let scan = unsafe { scan_c_path(page[at..].as_ptr()) };
-                assert_eq!(
-                    scan.len,
-                    case.len(),
-                    "{:?} at {off}",
-                    String::from_utf8_lossy(case)
-                );
-                let first = case.first().copied().unwrap_or(0);
-                assert_eq!(
-                    scan.is_normal(first),
-                    is_normal(case),
-                    "{:?} at {off}",
-                    String::from_utf8_lossy(case)
-                );
-                let (dot, _) = slash_pairs(case);
-                assert_eq!(scan.slash_dot, dot, "{:?}", String::from_utf8_lossy(case));
-                // SAFETY: as above.
-                let dotted = unsafe { dot_component(page[at..].as_ptr()) };
-                assert_eq!(
-                    dotted,
-                    dot || first == b'.',
-                    "{:?} at {off}",
-                    String::from_utf8_lossy(case)
-                );
-                page[at..at + case.len() + 1].fill(b'/');
-            }
-            page.fill(0);
+        ] {
+            let first = case.first().copied().unwrap_or(0);
+            let scan = Scan::of(case);
+            assert_eq!(scan.len, case.len());
+            assert_eq!(
+                scan.is_normal(first),
+                is_normal(case),
+                "{:?}",
+                String::from_utf8_lossy(case)
+            );
         }
     }
 
-    /// A NUL-terminated copy of `path` that ends where `page` ends, with the page after it
-    /// unmapped: a read past the NUL's page faults.
-    fn at_page_end(page: &mut [u8], path: &[u8]) -> *const u8 {
-        let at = page.len() - path.len() - 1;
-        page[at..at + path.len()].copy_from_slice(path);
-        page[at + path.len()] = 0;
-        page[at..].as_ptr()
+    /// Checks `prefixes.glance` on each path, and that the first place settles it the
+    /// same way whenever it can.
+    fn check_glances(prefixes: &Prefixes, cases: &[(&str, Glance)]) {
+        for &(path, want) in cases {
+            let b = path.as_bytes();
+            let got = prefixes.glance(|x| Ok::<_, ()>(x.stand_of(b))).unwrap();
+            assert_eq!(got, want, "{path:?}");
+            if let Some(stand) = prefixes.first().stand_of(b)
+                && let Some(settled) = prefixes.settled(stand)
+            {
+                assert_eq!(settled, want, "{path:?}, settled by the first place");
+            }
+        }
     }
 
     #[test]
-    fn leaves_place_a_path_at_a_glance_or_leave_it_to_the_lookup() {
-        let long = format!("/{}", "l".repeat(LEAF_BYTES));
+    fn a_glance_places_a_path_in_a_leaf_or_apart_from_every_managed_place() {
+        let long = format!("/{}", "l".repeat(PREFIX_BYTES));
         let mounts = ["/scratch".to_string(), "/lustre/proj".into(), long.clone()];
         let t = MountTable::new(Some(&mounts), &["/lustre/proj/sub".to_string()]).unwrap();
-        let leaves = t.leaves();
         let idx = |p: &str| t.lookup(p.as_bytes());
-        let cases: &[(&str, Option<PlaceIdx>)] = &[
-            ("/scratch", Some(idx("/scratch"))),
-            ("/scratch/", Some(idx("/scratch"))),
-            ("/scratch/a/b.c/d", Some(idx("/scratch"))),
-            ("/scratch//a", Some(idx("/scratch"))),
-            ("/lustre/proj/sub/x", Some(idx("/lustre/proj/sub"))),
-            // A place with another below it, or too long to hold: the lookup's.
-            ("/lustre/proj/x", None),
-            (&format!("{long}/x"), None),
-            // Not in the place, or a dot that may lead out of it: the lookup's.
-            ("/scratchy/a", None),
-            ("/scratc", None),
-            ("/scratch/../etc", None),
-            ("/scratch/.hidden", None),
-            ("scratch/x", None),
-            ("/", None),
-            ("", None),
-        ];
-        // Two pages, the second unmapped.
-        // SAFETY: an anonymous private mapping, unmapped at the end of the test.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                8192,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(map, libc::MAP_FAILED);
-        // SAFETY: the second page of the mapping.
-        assert_eq!(
-            unsafe { libc::mprotect(map.cast::<u8>().add(4096).cast(), 4096, libc::PROT_NONE) },
-            0
+        let (scratch, sub) = (
+            Glance::In(idx("/scratch")),
+            Glance::In(idx("/lustre/proj/sub")),
         );
-        // SAFETY: the first page, mapped and writable.
-        let page = unsafe { std::slice::from_raw_parts_mut(map.cast::<u8>(), 4096) };
-        for &(path, want) in cases {
-            for off in 0..48 {
-                let mut buf = vec![0u8; path.len() + 64];
-                buf[off..off + path.len()].copy_from_slice(path.as_bytes());
-                // SAFETY: NUL-terminated: the buffer is zeroed past the path.
-                let got = unsafe { leaves.place_of(buf[off..].as_ptr()) };
-                assert_eq!(got, want, "{path:?} at {off}");
-            }
-            // At the end of a page, the glance reads nothing past it, and may decline.
-            // SAFETY: NUL-terminated within the mapped page.
-            let got = unsafe { leaves.place_of(at_page_end(page, path.as_bytes())) };
-            assert!(got.is_none() || got == want, "{path:?} at a page's end");
-        }
-        // SAFETY: the mapping made above.
-        unsafe { libc::munmap(map, 8192) };
+        let long_x = format!("{long}/x");
+        let long_y = format!("{}y/x", &long[..30]);
+        check_glances(
+            &t.prefixes(),
+            &[
+                ("/scratch", scratch),
+                ("/scratch/", scratch),
+                ("/scratch/a/b.c/d", scratch),
+                ("/scratch//a", scratch),
+                ("/scratch/a.b/c.", scratch),
+                // A component starting with a dot, which may lead anywhere.
+                ("/scratch/../etc", Glance::Unknown),
+                ("/scratch/.hidden", Glance::Unknown),
+                ("/scratch/a/..", Glance::Unknown),
+                ("/lustre/home/../proj/x", Glance::Unknown),
+                ("/lustre/proj/sub/x", sub),
+                // In a place with another below it, or one too long to hold whole.
+                ("/lustre/proj/x", Glance::Unknown),
+                (&long_x, Glance::Unknown),
+                // Sharing letters with a place, and parting from it between components.
+                ("/scratchy/a", Glance::Apart),
+                ("/scratc", Glance::Apart),
+                ("/lustre/home/x", Glance::Apart),
+                ("/lustre/pro/x", Glance::Apart),
+                ("/lustre/projects", Glance::Apart),
+                (&long_y, Glance::Apart),
+                ("/usr/lib/x86_64-linux-gnu/libc.so.6", Glance::Apart),
+                // Above a place, or a double or trailing slash where the two part.
+                ("/lustre", Glance::Unknown),
+                ("/lustre/", Glance::Unknown),
+                ("/lustre//proj/x", Glance::Unknown),
+                ("//scratch/x", Glance::Unknown),
+                ("/", Glance::Unknown),
+            ],
+        );
     }
 
     #[test]
-    fn the_root_leaves_no_leaf_when_it_is_managed() {
-        let t = MountTable::new(None, &[]).unwrap();
-        // SAFETY: a C string literal.
-        assert_eq!(
-            unsafe { t.leaves().place_of(c"/home/x".as_ptr().cast()) },
-            None
+    fn a_path_beside_the_one_managed_place_is_apart_at_a_glance() {
+        let t = MountTable::new(Some(&["/dev/shm/a".into()]), &[]).unwrap();
+        check_glances(
+            &t.prefixes(),
+            &[
+                ("/dev/shm/b/f", Glance::Apart),
+                ("/dev/shm/ab", Glance::Apart),
+                ("/dev/sh", Glance::Apart),
+                ("/dev/shm/a/f", Glance::In(t.lookup(b"/dev/shm/a"))),
+                ("/dev/shm", Glance::Unknown),
+                ("/dev/shm/b/../a/f", Glance::Unknown),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_glance_cannot_say_apart_when_the_root_or_many_places_are_managed() {
+        let everything = MountTable::new(None, &["/home/x".to_string()]).unwrap();
+        let home = Glance::In(everything.lookup(b"/home/x"));
+        check_glances(
+            &everything.prefixes(),
+            &[("/home/x/y", home), ("/usr/x", Glance::Unknown)],
+        );
+        // A place whose path has a component starting with a dot: a path in it has one
+        // too, and is left to the lookup.
+        let dotted = MountTable::new(Some(&["/home/.cache".into()]), &[]).unwrap();
+        check_glances(
+            &dotted.prefixes(),
+            &[
+                ("/home/.cache/x", Glance::Unknown),
+                ("/home/x", Glance::Apart),
+                ("/home/x/../.cache/y", Glance::Unknown),
+            ],
+        );
+        let many: Vec<String> = (0..5).map(|i| format!("/m{i}")).collect();
+        let t = MountTable::new(Some(&many), &[]).unwrap();
+        check_glances(
+            &t.prefixes(),
+            &[
+                ("/m0/x", Glance::In(t.lookup(b"/m0"))),
+                ("/usr/x", Glance::Unknown),
+            ],
         );
     }
 

@@ -16,6 +16,10 @@
 //!   changes errno.
 //! - Everything the stage does for itself goes through raw system calls ([`sys`]) or the
 //!   re-entrancy guard ([`guard`]), so it never counts or holds its own calls.
+//! - It reads what a call names only through [`probe`], whose faults its own handler of
+//!   SIGSEGV and SIGBUS catches ([`signals`], which keeps the program's own dispositions of
+//!   both as they would be): a call given an address the kernel refuses gets the kernel's
+//!   answer.
 //!
 //! What it cannot see: statically linked programs, raw `syscall()`, io_uring, and calls
 //! glibc makes internally (fopen's own open); see `docs/limitations.md`.
@@ -26,7 +30,10 @@ pub mod guard;
 pub mod hooks;
 pub mod hot;
 pub mod log;
+pub mod probe;
 pub mod real;
+#[cfg(target_arch = "x86_64")]
+pub mod signals;
 pub mod state;
 pub mod stream;
 pub mod sys;

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
-use sluice_core::path::{Leaves, LetterSet, MountTable, PATH_MAX, PlaceIdx, mounts_of_types};
+use sluice_core::path::{LetterSet, MountTable, PATH_MAX, PlaceIdx, Prefixes, mounts_of_types};
 use sluice_core::rule::Identity;
 use sluice_core::segment::{Header, LAYOUT_VERSION, Segment};
 
@@ -46,8 +46,8 @@ pub struct State {
     /// The letters after a leading slash that may lead into a managed place
     /// ([`MountTable::managed_letters`]; the places are fixed at start).
     managed_letters: LetterSet,
-    /// The managed places no other place lies below (the places are fixed at start).
-    leaves: Leaves,
+    /// The managed places a path is compared with at a glance (fixed at start).
+    prefixes: Prefixes,
     /// Held by the thread compiling a new configuration.
     reloading: AtomicBool,
     identity: Identity,
@@ -96,42 +96,27 @@ impl State {
         self.nested >> (place & 63) & 1 != 0
     }
 
-    /// Whether an absolute path whose byte after the leading slash is `c` may lie in a
-    /// managed place. When not, only a `.` or `..` component could lead it into one.
+    /// The bytes after the leading slash with which an absolute path may lie in a managed
+    /// place. With any other, only a `.` or `..` component could lead it into one.
     #[inline(always)]
-    pub fn may_be_managed_after_root(&self, c: u8) -> bool {
-        self.managed_letters.contains(c)
+    pub fn managed_letters(&self) -> &LetterSet {
+        &self.managed_letters
     }
 
-    /// The managed place a path lies in, when a glance can tell ([`Leaves::place_of`]).
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
+    /// The managed places a path is compared with at a glance ([`Prefixes::glance`]).
     #[inline(always)]
-    pub unsafe fn managed_leaf_of(&self, p: *const std::ffi::c_char) -> Option<PlaceIdx> {
-        // SAFETY: the caller's promise.
-        unsafe { self.leaves.place_of(p.cast()) }
+    pub fn prefixes(&self) -> &Prefixes {
+        &self.prefixes
     }
 
-    /// Place 0, when the root is managed and an absolute path lies under no other place,
-    /// nor has one below it: the byte after its slash starts no place (and is not its end:
-    /// the other places lie below `/` itself), and no component starts with a dot (the
-    /// check [`target`]'s full lookup makes first).
-    ///
-    /// # Safety
-    /// `p` points to a NUL-terminated string.
+    /// Place 0, when the root is managed and an absolute path whose byte after its slash
+    /// is `second` lies under no other place, nor has one below it: that byte starts no
+    /// place (and is not the path's end: the other places lie below `/` itself). The
+    /// caller has checked that no component starts with a dot.
     #[inline(always)]
-    pub unsafe fn managed_under_root(&self, p: *const std::ffi::c_char) -> Option<PlaceIdx> {
+    pub fn managed_under_root(&self, second: u8) -> Option<PlaceIdx> {
         let places = self.places();
-        // SAFETY: the caller's promise: the first byte is readable, and the second when
-        // the first is not the NUL.
-        let second = || unsafe { *p.add(1) } as u8;
-        let lone = places.is_managed(0)
-            && unsafe { *p } as u8 == b'/'
-            && second() != 0
-            && places.no_place_starts_with(second())
-            && !unsafe { sluice_core::path::dot_component(p.cast()) };
-        lone.then_some(0)
+        (places.is_managed(0) && second != 0 && places.no_place_starts_with(second)).then_some(0)
     }
 
     /// Compiles the configuration in force, unless another thread is at it (this call
@@ -222,6 +207,15 @@ pub fn init() {
     };
     match load(path) {
         Ok((state, what)) => {
+            // The hooks read the application's memory only once the state is published,
+            // and only through the probes, whose faults need the stage's handler.
+            #[cfg(target_arch = "x86_64")]
+            if !crate::signals::arm() {
+                log!(
+                    "cannot install the handler of SIGSEGV and SIGBUS: passing every call through"
+                );
+                return;
+            }
             log!("managing {what}");
             PID.store(sys::getpid(), Ordering::Relaxed);
             // SAFETY: registers a handler that touches only the child's own state.
@@ -317,7 +311,7 @@ fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
     compiled.set_latency_sample(latency_sample_of(&text));
     let nested = nested_places(compiled.places());
     let managed_letters = compiled.places().managed_letters();
-    let leaves = compiled.places().leaves();
+    let prefixes = compiled.places().prefixes();
     let state = State {
         segment,
         compiled: AtomicPtr::new(Box::into_raw(Box::new(compiled))),
@@ -326,7 +320,7 @@ fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
         identity,
         nested,
         managed_letters,
-        leaves,
+        prefixes,
     };
     learn_cwd(&state);
     Ok((
@@ -400,6 +394,8 @@ pub fn own_process() -> bool {
 /// directory whose lock another thread of the parent may have held during the fork.
 extern "C" fn after_fork_in_child() {
     PID.store(sys::getpid(), Ordering::Relaxed);
+    #[cfg(target_arch = "x86_64")]
+    crate::signals::after_fork_in_child();
     crate::guard::forget_batches_after_fork();
     cwd::unlock_after_fork();
     if let Some(st) = State::get() {

@@ -1,14 +1,15 @@
 //! stdio streams as the stage sees them: the descriptor under a `FILE*`, what its buffer
 //! holds, and the program's standard streams.
 //!
-//! glibc's `FILE` layout is part of its ABI (`bits/types/struct_FILE.h`); the C shim reads
-//! it, so that a stream call learns its descriptor without calling `fileno` (and guarding
-//! errno around it).
+//! glibc's `FILE` layout is part of its ABI (`bits/types/struct_FILE.h`); the stage reads
+//! it (the descriptor through [`probe::stream_fd`], the buffer through the C shim), so
+//! that a stream call learns its descriptor without calling `fileno` (and guarding errno
+//! around it).
 
 use std::ffi::{c_int, c_void};
 
 use crate::real::Slot;
-use crate::sys;
+use crate::{probe, sys};
 
 unsafe extern "C" {
     #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
@@ -21,22 +22,26 @@ unsafe extern "C" {
     static mut stdout: *mut c_void;
 }
 
-/// The descriptor under `f`, or `None` for a null stream or one with no descriptor
-/// (`fmemopen`, `open_memstream`, `fopencookie`).
-///
-/// The stream is the application's, valid for the call it is making; clippy cannot know
-/// that the pointer is only read through the shim.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
+/// The descriptor under `f`, or `None` for a stream with no descriptor (`fmemopen`,
+/// `open_memstream`, `fopencookie`) or one the stage cannot read (null, or an address the
+/// application should not have passed: [`probe::stream_fd`]).
 #[inline(always)]
 pub fn fd(f: *mut c_void) -> Option<c_int> {
-    if f.is_null() {
-        return None;
-    }
+    probe::stream_fd(f).ok().flatten()
+}
+
+/// The descriptor under a non-null stream, or -1, read as it stands: the plain read
+/// [`probe::stream_fd`] makes where it has no routine of its own.
+///
+/// # Safety
+/// `f` points to a readable FILE.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) unsafe fn plain_fd(f: *mut c_void) -> c_int {
     #[cfg(target_pointer_width = "64")]
-    // SAFETY: a non-null stream the application passed to a stdio call is a FILE, whose
-    // `_flags` (an int) come first and whose `_fileno` (an int) lies at the offset the
-    // shim checks against glibc's header at build time.
-    let fd = unsafe {
+    // SAFETY: the caller's promise: a FILE, whose `_flags` (an int) come first and whose
+    // `_fileno` (an int) lies at the offset the shim checks against glibc's header at
+    // build time.
+    return unsafe {
         let flags = f.cast::<c_int>().read();
         let fileno = f.byte_add(FILENO_OFFSET).cast::<c_int>().read();
         if flags & IO_IS_FILEBUF != 0 {
@@ -46,26 +51,18 @@ pub fn fd(f: *mut c_void) -> Option<c_int> {
         }
     };
     #[cfg(not(target_pointer_width = "64"))]
-    // SAFETY: a non-null stream the application passed to a stdio call is a FILE.
-    let fd = unsafe { sluice_file_fd(f) };
-    (fd >= 0).then_some(fd)
+    // SAFETY: the caller's promise.
+    unsafe {
+        sluice_file_fd(f)
+    }
 }
 
 /// glibc's flag of a stream over a descriptor (libio.h).
-#[cfg(target_pointer_width = "64")]
+#[cfg(all(target_pointer_width = "64", not(target_arch = "x86_64")))]
 const IO_IS_FILEBUF: c_int = 0x2000;
 /// Where glibc's `FILE` keeps `_fileno` (build.rs; the shim checks it).
 #[cfg(target_pointer_width = "64")]
-const FILENO_OFFSET: usize = {
-    let b = env!("SLUICE_FILE_FILENO_OFFSET").as_bytes();
-    let mut n = 0;
-    let mut i = 0;
-    while i < b.len() {
-        n = n * 10 + (b[i] - b'0') as usize;
-        i += 1;
-    }
-    n
-};
+pub(crate) const FILENO_OFFSET: usize = crate::guard::parse(env!("SLUICE_FILE_FILENO_OFFSET"));
 
 /// Bytes written into `f`'s buffer and not yet passed to the kernel.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]

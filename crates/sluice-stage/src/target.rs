@@ -6,14 +6,18 @@
 //! entry when no managed place lies below that directory. Everything else is joined and
 //! normalised in a stack buffer. A descriptor the stage has not seen opened is classified
 //! once from `/proc/self/fd`.
+//!
+//! A path or a stream is read only through [`probe`]: one the kernel could not read
+//! either is [`Unreadable`], and its call is passed through unjudged.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use sluice_core::path::{PATH_MAX, dot_component, resolve_into, scan_c_path};
+use sluice_core::path::{Glance, PATH_MAX, PlaceIdx, Prefix, resolve_into};
 
 use crate::fdtable::{self, Entry};
+use crate::probe::{self, Glanced, Unreadable};
 use crate::state::State;
-use crate::{cwd, stream, sys};
+use crate::{cwd, sys};
 
 /// What a call names as its target.
 #[derive(Clone, Copy, Debug)]
@@ -36,87 +40,131 @@ pub enum Target {
 }
 
 impl Target {
-    /// Where the target lies, or `None` when it names nothing the stage can judge (a null
-    /// path, a closed descriptor). `want_below` asks whether managed places lie below it,
-    /// needed only when the result is remembered (an open, a chdir).
+    /// Where the target lies, or `None` when it names nothing the stage can judge (a
+    /// closed descriptor, a stream over none); [`Unreadable`] for a path or a stream the
+    /// stage cannot read. `want_below` asks whether managed places lie below it, needed
+    /// only when the result is remembered (an open, a chdir).
     #[inline(always)]
-    pub fn resolve(self, st: &State, want_below: bool) -> Option<Entry> {
+    pub fn resolve(self, st: &State, want_below: bool) -> Result<Option<Entry>, Unreadable> {
         match self {
-            Target::Nothing => None,
-            Target::Path(p) | Target::At(libc::AT_FDCWD, p) => path_entry(st, None, p, want_below),
-            Target::At(dirfd, p) => {
-                // SAFETY: a non-null path from the application is NUL-terminated.
-                if !p.is_null() && unsafe { *p } == 0 {
-                    return fd_entry(st, dirfd);
-                }
-                path_entry(st, Some(dirfd), p, want_below)
-            }
+            Target::Nothing => Ok(None),
+            Target::Path(p) => path_entry(st, None, p, want_below),
+            // A null or empty path with a directory names the directory (AT_EMPTY_PATH;
+            // without it the kernel refuses the call, which then changes nothing).
+            Target::At(dirfd, p) if p.is_null() => Ok(base_entry(st, dirfd)),
+            Target::At(libc::AT_FDCWD, p) => path_entry(st, None, p, want_below),
+            Target::At(dirfd, p) => path_entry(st, Some(dirfd), p, want_below),
             // The destination; `hooks::judge` judges the source on its own.
-            Target::Fd(fd) | Target::Copy(_, fd) => fd_entry(st, fd),
-            Target::File(f) => fd_entry(st, stream::fd(f)?),
-            Target::Dir(d) => fd_entry(st, dir_fd(d)?),
+            Target::Fd(fd) | Target::Copy(_, fd) => Ok(fd_entry(st, fd)),
+            Target::File(f) => Ok(probe::stream_fd(f)?.and_then(|fd| fd_entry(st, fd))),
+            Target::Dir(d) => Ok(dir_fd(d)?.and_then(|fd| fd_entry(st, fd))),
         }
     }
 }
 
-/// Where a path lies when, at a glance, it is in no managed place: an absolute path whose
-/// letter after the leading slash starts no managed place (recorded as under the root,
-/// with no managed place below), or a relative one from an unmanaged current directory
-/// with no managed place below it (recorded as that directory's place); in both cases with
-/// no component starting with a dot, the only way such a path could lead elsewhere. `None`
-/// when a glance cannot tell. No lookup, no copy: one pass over the string, which need not
-/// even be measured. The place recorded for an unmanaged file may be a coarser one than a
-/// full lookup finds: only whether it is managed is ever asked of it.
-///
-/// # Safety
-/// `p` is null or points to a NUL-terminated string.
-#[inline(always)]
-pub unsafe fn unmanaged_at_a_glance(st: &State, p: *const c_char) -> Option<Entry> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: the caller's promise: the first byte is readable, and the second when the
-    // first is not the NUL.
-    let first = unsafe { *p } as u8;
-    let entry = match first {
-        // SAFETY: as above.
-        b'/' if !st.may_be_managed_after_root(unsafe { *p.add(1) } as u8) => Entry::File {
-            place: 0,
-            below: false,
-        },
-        b'/' => return None,
-        _ => match cwd::entry() {
-            Some(
-                e @ Entry::File {
-                    place,
-                    below: false,
-                },
-            ) if !st.places().is_managed(place) => e,
-            _ => return None,
-        },
-    };
-    // SAFETY: the caller's promise.
-    (!unsafe { dot_component(p.cast()) }).then_some(entry)
+/// Where a path the application passed lies, at a glance; see [`path_at_a_glance`].
+#[derive(Clone, Copy, Debug)]
+pub enum Seen {
+    /// In no managed place: recorded as this entry.
+    Unmanaged(Entry),
+    /// In this managed place, and no other place lies below the path.
+    Managed(PlaceIdx),
+    /// A glance cannot tell (or the path cannot be read): the full lookup's.
+    Unknown,
 }
 
-/// The descriptor under a `DIR*`, through the real `dirfd` (`DIR` is opaque).
+/// Where a path lies at a glance, from one pass over it ([`probe::scan`]) and no lookup:
 ///
-/// The stream is the application's, valid for the call it made; clippy cannot know that
-/// the pointer is only passed on, never dereferenced here.
+/// - an absolute path whose byte after the slash starts no managed place, or that parts
+///   from every managed place between components ([`Glance::Apart`]), lies in none: it is
+///   recorded as under the root, with no managed place below;
+/// - an absolute path in a managed place no other place lies below ([`Glance::In`]), or
+///   any path under a managed root that the letter after its slash takes into no other
+///   place, lies in that place;
+/// - a relative path from an unmanaged current directory with no managed place below it
+///   is recorded as that directory's place;
+///
+/// in every case with no component starting with a dot, the only way a path could lead
+/// elsewhere than its letters say. The place recorded for an unmanaged file may be a
+/// coarser one than a full lookup finds: only whether it is managed is ever asked of it.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through the probe, which cannot fault
+#[inline(always)]
+pub fn path_at_a_glance(st: &State, p: *const c_char) -> Seen {
+    let prefixes = st.prefixes();
+    let root = Entry::File {
+        place: 0,
+        below: false,
+    };
+    let stand = match probe::glance(p, st.managed_letters(), prefixes.first()) {
+        Ok(Glanced::Elsewhere) => return Seen::Unmanaged(root),
+        Ok(Glanced::Compared(stand)) => stand,
+        Ok(Glanced::Relative) => {
+            return match cwd::entry() {
+                Some(
+                    e @ Entry::File {
+                        place,
+                        below: false,
+                    },
+                ) if !st.places().is_managed(place) => Seen::Unmanaged(e),
+                _ => Seen::Unknown,
+            };
+        }
+        Ok(Glanced::Dotted) | Err(Unreadable) => return Seen::Unknown,
+    };
+    let glance = match prefixes.settled(stand) {
+        Some(glance) => glance,
+        // SAFETY: an absolute path the probe read.
+        None => unsafe { among_places(st, p) },
+    };
+    match glance {
+        Glance::Apart => Seen::Unmanaged(root),
+        Glance::In(place) => Seen::Managed(place),
+        // SAFETY: the probe read the path's first two bytes.
+        Glance::Unknown => match st.managed_under_root(unsafe { *p.add(1) } as u8) {
+            Some(place) => Seen::Managed(place),
+            None => Seen::Unknown,
+        },
+    }
+}
+
+/// Where an absolute path lies among several managed places, each compared in turn:
+/// out of line, the rare case.
+///
+/// # Safety
+/// `p` is an absolute path a probe read.
+#[cold]
+#[inline(never)]
+unsafe fn among_places(st: &State, p: *const c_char) -> Glance {
+    let letters = st.managed_letters();
+    st.prefixes()
+        .glance(|x: &Prefix| match probe::glance(p, letters, x) {
+            Ok(Glanced::Compared(stand)) => Ok(Some(stand)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .unwrap_or(Glance::Unknown)
+}
+
+/// The descriptor under a `DIR*`, through the real `dirfd` (`DIR` is opaque), once a probe
+/// has read the word `dirfd` reads; [`Unreadable`] for a stream that cannot be read
+/// (null, or an address the application should not have passed), which libc is left to
+/// fault on or refuse as it would without the stage.
+///
+/// clippy cannot know that the pointer is only passed on, never dereferenced here.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 #[inline]
-pub fn dir_fd(dir: *mut c_void) -> Option<c_int> {
-    if dir.is_null() {
-        return None;
-    }
-    let f = crate::hot::HOT.slots.dirfd.get()?;
+pub fn dir_fd(dir: *mut c_void) -> Result<Option<c_int>, Unreadable> {
+    probe::readable(dir)?;
+    let Some(f) = crate::hot::HOT.slots.dirfd.get() else {
+        return Ok(None);
+    };
     // SAFETY: the slot holds dirfd, whose signature this is; the stream is the
     // application's, valid for the call it made. dirfd may set errno: the application
     // must not see that.
     let fd = sys::keep_errno(|| unsafe {
         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void) -> c_int>(f)(dir)
     });
-    (fd >= 0).then_some(fd)
+    Ok((fd >= 0).then_some(fd))
 }
 
 /// The entry of an absolute path in normal form; whether managed places lie below it is
@@ -145,15 +193,16 @@ fn path_entry(
     dirfd: Option<c_int>,
     p: *const c_char,
     want_below: bool,
-) -> Option<Entry> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null path from the application is NUL-terminated.
-    let scan = unsafe { scan_c_path(p.cast()) };
-    // SAFETY: the scan measured the string.
+) -> Result<Option<Entry>, Unreadable> {
+    let scan = probe::scan(p)?;
+    // SAFETY: the scan measured the string and read it.
     let rel = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), scan.len) };
     let first = rel.first().copied().unwrap_or(0);
+    if first == 0
+        && let Some(fd) = dirfd
+    {
+        return Ok(fd_entry(st, fd));
+    }
     if first == b'/' {
         if !scan.slash_dot {
             let places = st.places();
@@ -162,32 +211,37 @@ fn path_entry(
                 // Every entry but the root lies below "/" (`has_places_below(b"/")`
                 // without walking the entries).
                 let below = want_below && places.places().len() > 1;
-                return Some(Entry::File { place: 0, below });
+                return Ok(Some(Entry::File { place: 0, below }));
             }
             if scan.is_normal(first) {
-                return Some(entry_of_normal(st, rel, want_below));
+                return Ok(Some(entry_of_normal(st, rel, want_below)));
             }
         }
     } else {
-        let base = match dirfd {
-            Some(fd) => fd_entry(st, fd),
-            None => cwd::entry(),
-        };
-        match base {
-            Some(Entry::NotAFile) => return Some(Entry::NotAFile),
+        match base_entry(st, dirfd.unwrap_or(libc::AT_FDCWD)) {
+            Some(Entry::NotAFile) => return Ok(Some(Entry::NotAFile)),
             Some(Entry::File {
                 place,
                 below: false,
             }) if !((scan.slash_dot || first == b'.') && has_dotdot(rel)) => {
-                return Some(Entry::File {
+                return Ok(Some(Entry::File {
                     place,
                     below: false,
-                });
+                }));
             }
             _ => {}
         }
     }
-    resolve_slow(st, dirfd, rel, want_below)
+    Ok(resolve_slow(st, dirfd, rel, want_below))
+}
+
+/// The entry of the directory an `*at` call names: the current directory for AT_FDCWD.
+#[inline]
+fn base_entry(st: &State, dirfd: c_int) -> Option<Entry> {
+    match dirfd {
+        libc::AT_FDCWD => cwd::entry(),
+        fd => fd_entry(st, fd),
+    }
 }
 
 /// Joins and normalises a path the fast checks could not judge. Out of line, so that the

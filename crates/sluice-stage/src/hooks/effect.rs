@@ -90,7 +90,7 @@ impl Effect {
                 }
             }
             Effect::CloseDir(d) => {
-                if let Some(fd) = dir_fd(d) {
+                if let Ok(Some(fd)) = dir_fd(d) {
                     fdtable::clear(fd)
                 }
             }
@@ -113,7 +113,7 @@ impl Effect {
         match self {
             Effect::OpenFd => record(ret.as_fd()),
             Effect::OpenFile | Effect::Reopen(_) => record(stream::fd(ret.as_ptr())),
-            Effect::OpenDir => record(dir_fd(ret.as_ptr())),
+            Effect::OpenDir => record(dir_fd(ret.as_ptr()).ok().flatten()),
             // A vfork()ed child shares the parent's memory until it execs: what it dups
             // or where it moves must not rewrite the parent's tables.
             Effect::Dup(from) if state::own_process() => {

@@ -19,8 +19,9 @@ mod table;
 
 use std::ffi::{c_int, c_void};
 
-use sluice_core::gate::Size;
+use sluice_core::gate::{Gate, Size};
 use sluice_core::op::Op;
+use sluice_core::path::PlaceIdx;
 
 pub use effect::Effect;
 pub use ret::{Moved, Ret};
@@ -31,7 +32,7 @@ use crate::fdtable::Entry;
 use crate::guard::Guard;
 use crate::real::Slot;
 use crate::state::{State, SysClock};
-use crate::target::{self, Target, fd_entry};
+use crate::target::{self, Seen, Target, fd_entry};
 
 /// One intercepted symbol, for the operations table in the docs.
 #[derive(Clone, Copy, Debug)]
@@ -51,10 +52,11 @@ pub struct Symbol {
 /// and /proc while only a scratch file system is managed (a path-named call that changes
 /// no table or only opens, on a path unmanaged at a glance; a call on a descriptor of a
 /// pipe, a socket or an unmanaged file) is counted and passed on in a few dozen
-/// instructions. The other calls of those kinds go to `managed`, the hook's out-of-line
-/// call of [`lane_or_judge`]; everything else to `judged`, its out-of-line call of
-/// [`judge`], both on the same arguments. Kept apart so that the fast path reserves no
-/// frame for the others: an unmanaged `stat` saves one register.
+/// instructions. A call of those kinds that the glance places in a managed place goes to
+/// `managed`, the hook's out-of-line call of [`lane_or_judge`] with that place;
+/// everything else to `judged`, its out-of-line call of [`judge`], both on the same
+/// arguments. Kept apart so that the fast path reserves no frame for the others: an
+/// unmanaged `stat` saves only the registers that live across the probe's call.
 #[inline(always)]
 pub fn intercept<R: Ret>(
     op: Option<Op>,
@@ -62,40 +64,45 @@ pub fn intercept<R: Ret>(
     effect: Effect,
     slot: &Slot,
     call: impl FnOnce(*mut c_void) -> R,
-    managed: impl FnOnce() -> R,
+    managed: impl FnOnce(PlaceIdx) -> R,
     judged: impl FnOnce() -> R,
 ) -> R {
-    let glance = op.is_some() && glance_applies(target, effect);
-    if glance
+    if op.is_some()
+        && glance_applies(target, effect)
         && let Some(st) = State::get()
         && let Some(real_at) = slot.resolved()
-        && let Some(entry) = unmanaged_at_a_glance(st, target)
-        && Guard::count_unmanaged_if_warm()
     {
-        // Nothing is left to hold on an unmanaged target: the real function is made
-        // outside the guard. Not as a tail call, which `black_box` keeps the compiler from
-        // making: measured here (30 alternated runs each), the tail call made an
-        // unmanaged `stat` cost +21.5 ns over native, the plain call +11.4, and holding
-        // the guard across the call +24.8 (the pre-glance stage: +15.4).
-        effect.before();
-        let ret = call(real_at);
-        effect.after(st, ret, Some(entry));
-        return std::hint::black_box(ret);
+        match at_a_glance(st, target) {
+            Seen::Unmanaged(entry) if Guard::count_unmanaged_if_warm() => {
+                // Nothing is left to hold on an unmanaged target: the real function is
+                // made outside the guard. Not as a tail call, which `black_box` keeps the
+                // compiler from making: measured here (30 alternated runs each), the tail
+                // call made an unmanaged `stat` cost +21.5 ns over native, the plain call
+                // +11.4, and holding the guard across the call +24.8 (the pre-glance
+                // stage: +15.4).
+                effect.before();
+                let ret = call(real_at);
+                effect.after(st, ret, Some(entry));
+                return std::hint::black_box(ret);
+            }
+            Seen::Managed(place) => return managed(place),
+            _ => {}
+        }
     }
-    if glance { managed() } else { judged() }
+    judged()
 }
 
-/// A call of the kinds [`intercept`] glances at that it could not take: admitted and
-/// counted by the managed lane ([`lane::admit`]) when it moves no bytes (`moves_nothing`:
-/// a `stat`, an `open`, a `close`) and the lane takes it, then made with nothing left to
-/// do but record its effect; else `judged`. Out of line in each hook (`managed`), so that
-/// the registers the lane needs are saved on its way only, not at every hook's entry:
-/// inlined into `intercept`, it made an unmanaged `stat` 13 instructions and about 4 ns
-/// dearer, and a managed one no cheaper.
+/// A call [`intercept`] placed in managed place `place`: admitted and counted by the
+/// managed lane ([`lane::admit`]) when it moves no bytes (`moves_nothing`: a `stat`, an
+/// `open`, a `close`) and the lane takes it, then made with nothing left to do but record
+/// its effect; else `judged`. Out of line in each hook (`managed`), so that the registers
+/// the lane needs are saved on its way only, not at every hook's entry: inlined into
+/// `intercept`, it made an unmanaged `stat` 13 instructions and about 4 ns dearer, and a
+/// managed one no cheaper.
 #[inline(always)]
 pub fn lane_or_judge<R: Ret>(
     op: Option<Op>,
-    target: Target,
+    place: PlaceIdx,
     effect: Effect,
     moves_nothing: bool,
     slot: &Slot,
@@ -106,7 +113,7 @@ pub fn lane_or_judge<R: Ret>(
         && let Some(op) = op
         && let Some(st) = State::get()
         && let Some(real_at) = slot.resolved()
-        && let Some(entry) = lane::admit(st, op, target)
+        && let Some(entry) = lane::admit(st, op, place)
     {
         effect.before();
         let ret = call(real_at);
@@ -131,25 +138,28 @@ fn glance_applies(target: Target, effect: Effect) -> bool {
     }
 }
 
-/// Where the target of a call [`glance_applies`] to lies, when a glance says it is not
-/// managed: a path by [`target::unmanaged_at_a_glance`], a descriptor by its byte in the
-/// table (one the shim's streams already trust).
+/// Where the target of a call [`glance_applies`] to lies, at a glance: a path by
+/// [`target::path_at_a_glance`], a descriptor by its byte in the table (one the shim's
+/// streams already trust).
 #[inline(always)]
-fn unmanaged_at_a_glance(st: &State, target: Target) -> Option<Entry> {
+fn at_a_glance(st: &State, target: Target) -> Seen {
     match target {
-        // SAFETY: a path the application passed to a libc call: null or a C string.
-        Target::Path(p) | Target::At(libc::AT_FDCWD, p) => unsafe {
-            target::unmanaged_at_a_glance(st, p)
-        },
+        Target::Path(p) | Target::At(libc::AT_FDCWD, p) => target::path_at_a_glance(st, p),
         Target::Fd(fd) => {
             let b = fdtable::byte(fd);
-            if fdtable::byte_is_unmanaged(b) {
-                Entry::decode(b)
-            } else {
-                None
+            if fdtable::byte_is_unmanaged(b)
+                && let Some(entry) = Entry::decode(b)
+            {
+                return Seen::Unmanaged(entry);
+            }
+            match Entry::decode(b) {
+                Some(Entry::File { place, .. }) if st.places().is_managed(place) => {
+                    Seen::Managed(place)
+                }
+                _ => Seen::Unknown,
             }
         }
-        _ => None,
+        _ => Seen::Unknown,
     }
 }
 
@@ -180,7 +190,9 @@ pub fn judge<R: Ret>(
     if let Target::Copy(from, _) = target {
         return copy(st, from, target, size, real);
     }
-    let entry = target.resolve(st, effect.remembers());
+    let Ok(entry) = target.resolve(st, effect.remembers()) else {
+        return unjudged(st, effect, real);
+    };
     effect.before();
     let ret = match (op, entry) {
         (Some(op), Some(entry)) => match Guard::enter() {
@@ -207,6 +219,22 @@ pub fn judge<R: Ret>(
         _ => real(),
     };
     effect.after(st, ret, entry);
+    ret
+}
+
+/// A call whose target the stage cannot read (a path or a stream at an address the
+/// kernel or libc refuses): made as it is, its effect recorded as of nothing, counted
+/// apart from the judged ones. Out of line: a call that fails with EFAULT, or faults in
+/// libc as it would without the stage.
+#[cold]
+#[inline(never)]
+fn unjudged<R: Ret>(st: &State, effect: Effect, real: impl FnOnce() -> R) -> R {
+    if let Some(mut guard) = Guard::enter() {
+        Gate::count_unjudged(st.segment, guard.thread_state());
+    }
+    effect.before();
+    let ret = real();
+    effect.after(st, ret, None);
     ret
 }
 
@@ -258,7 +286,7 @@ fn copy<R: Ret>(
     };
     let ends = [
         (Op::Read, managed(fd_entry(st, from))),
-        (Op::Write, managed(to.resolve(st, false))),
+        (Op::Write, managed(to.resolve(st, false).ok().flatten())),
     ];
     let Some(mut guard) = Guard::enter() else {
         return real();
@@ -370,12 +398,13 @@ macro_rules! hooks {
                 fn judged($($arg: $ty),*) -> $ret {
                     $crate::hooks::judge(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, move || $size, move || $moved, $effect, move || real($($arg),*))
                 }
-                /// A call `intercept` could not take, out of line (see `lane_or_judge`).
+                /// A call `intercept` placed in a managed place, out of line (see
+                /// `lane_or_judge`).
                 #[inline(never)]
-                fn managed($($arg: $ty),*) -> $ret {
-                    $crate::hooks::lane_or_judge(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, matches!($moved, $crate::hooks::Moved::Nothing), &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move || judged($($arg),*))
+                fn managed(place: ::sluice_core::path::PlaceIdx, $($arg: $ty),*) -> $ret {
+                    $crate::hooks::lane_or_judge(op_of!($op), place, $effect, matches!($moved, $crate::hooks::Moved::Nothing), &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move || judged($($arg),*))
                 }
-                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move || managed($($arg),*), move || judged($($arg),*))
+                $crate::hooks::intercept(op_of!($op), $crate::target::Target::$tkind $( ( $($targ),* ) )?, $effect, &$crate::hot::HOT.slots.$name, move |real_at| call(real_at, $($arg),*), move |place| managed(place, $($arg),*), move || judged($($arg),*))
             }
         )*
     };

@@ -3,6 +3,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
+use crate::probe;
 use crate::real::Failure;
 use crate::stream;
 
@@ -144,30 +145,8 @@ impl Moved {
     }
 }
 
-/// The sum of an iovec array's lengths (`readv`, `writev`), 0 for an array the kernel
-/// would refuse (null, empty, longer than `IOV_MAX`): the stage must not read past it.
-///
-/// # Safety
-/// `iov` points to `n` iovecs when `n` is at most `IOV_MAX`, as the kernel requires.
-pub unsafe fn iov_len(iov: *const libc::iovec, n: c_int) -> u64 {
-    const IOV_MAX: c_int = 1024;
-    if iov.is_null() || n <= 0 || n > IOV_MAX {
-        return 0;
-    }
-    // SAFETY: the caller's promise.
-    unsafe { std::slice::from_raw_parts(iov, n as usize) }
-        .iter()
-        .fold(0u64, |sum, v| sum.saturating_add(v.iov_len as u64))
-}
-
-/// The length of a C string, 0 for null (`fputs`).
-///
-/// # Safety
-/// `s` is null or NUL-terminated.
-pub unsafe fn c_len(s: *const c_char) -> u64 {
-    if s.is_null() {
-        return 0;
-    }
-    // SAFETY: the caller's promise.
-    unsafe { CStr::from_ptr(s) }.to_bytes().len() as u64
+/// The length of a C string (`fputs`), 0 for one the stage cannot read: libc then faults
+/// on it as it would without the stage.
+pub fn c_len(s: *const c_char) -> u64 {
+    probe::scan(s).map_or(0, |scan| scan.len as u64)
 }

@@ -1,0 +1,833 @@
+//! Reads of the application's memory that the kernel may refuse, made without faulting.
+//!
+//! A hook must look at what a call names (a path, a stream, an iovec array) before the
+//! real call, and the application may pass a pointer the kernel would answer with EFAULT:
+//! null, unmapped, inaccessible (PROT_NONE), non-canonical, or a string that runs off the
+//! end of its mapping. Natively the call fails; a plain read would kill the process. So
+//! every such read is made by one of a few small hand-written leaf routines here, and a
+//! fault inside them ends at their common exit instead (see [`crate::signals`], whose
+//! handler moves a faulting thread there): they return an impossible value, the hook
+//! passes the call to the real function unjudged, and the kernel answers it.
+//!
+//! - [`glance`]: all a hook's fast path needs of a path, in one pass: its letter after
+//!   the slash, how it stands to the first managed place (compared sixteen bytes at a
+//!   time, up to the first byte that differs), and whether a component from there on
+//!   starts with a dot (aligned sixteen-byte loads, which never touch a page past the one
+//!   holding the NUL, the way `strlen` is written).
+//! - [`scan`]: the full lookup's pass over a path: its length and what keeps it from
+//!   normal form.
+//! - [`stream_fd`], [`readable`]: the descriptor under a `FILE*`; whether a `DIR*` can be
+//!   read.
+//! - [`iov_len`]: the sum of an iovec array's lengths.
+//!
+//! Why not ask the kernel first: a system call per call costs more than the whole stage,
+//! and a cache of pages known to be readable is stale as soon as the program unmaps one.
+//! Why a fixed routine and not a recovery point set around Rust code: the handler must
+//! know, from the faulting instruction alone, that nothing was left half done; a leaf
+//! routine that keeps nothing on the stack can be left at any instruction. Why the glance
+//! decides where a path stands in the routine itself: it is the one pass over the path on
+//! the fast path, and a hook that called out to compare, then to scan, paid for each call
+//! as much as the comparison (tests check it against the portable rules it stands for,
+//! `sluice_core::path::Prefix::stand_of`).
+//!
+//! Elsewhere than x86_64 the same reads are plain Rust, and an invalid pointer still ends
+//! the process (docs/limitations.md).
+
+use std::ffi::{c_char, c_int, c_void};
+
+#[cfg(target_arch = "x86_64")]
+use sluice_core::path::prefix_layout;
+use sluice_core::path::{LetterSet, Prefix, Scan, Stand};
+
+/// What a routine returns when it faulted (the common exit's value).
+const FAULT: u64 = u64::MAX;
+/// What [`glance`]'s routine returns: a component starts with a dot; or none does, and
+/// the path is absolute with a letter after the slash that is none of those asked about
+/// (0: the common case is one test), or relative, or it stands so to the place it was
+/// compared with.
+#[cfg(target_arch = "x86_64")]
+const DOTTED: u64 = u64::MAX - 1;
+#[cfg(target_arch = "x86_64")]
+const ELSEWHERE: u64 = 0;
+#[cfg(target_arch = "x86_64")]
+const IN: u64 = 1;
+#[cfg(target_arch = "x86_64")]
+const APART: u64 = 2;
+#[cfg(target_arch = "x86_64")]
+const OTHER: u64 = 3;
+#[cfg(target_arch = "x86_64")]
+const RELATIVE: u64 = 4;
+
+/// A C string, a stream or an array the kernel would refuse to read: the call is passed
+/// through unjudged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreadable;
+
+/// Two words, returned in two registers.
+#[cfg(target_arch = "x86_64")]
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Pair {
+    a: u64,
+    b: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    /// [`RELATIVE`]; [`ELSEWHERE`] for an absolute path whose letter after the slash is
+    /// not in `letters`; else how it stands to `place` ([`IN`], [`APART`], [`OTHER`];
+    /// [`OTHER`] too when the place compares no byte); [`DOTTED`] when a component starts
+    /// with a dot (looked for from where the path parts from the place, unless the place
+    /// has one itself); or [`FAULT`].
+    fn sluice_probe_glance(
+        p: *const c_char,
+        letters: *const LetterSet,
+        place: *const Prefix,
+    ) -> u64;
+    /// `a`: the string's length, or [`FAULT`]; `b`: bits 0–15, a dot after a slash;
+    /// bits 16–31, a slash or the NUL after a slash.
+    fn sluice_probe_scan(p: *const c_char) -> Pair;
+    /// The descriptor under a stream (zero-extended), `u32::MAX` when it has none, or
+    /// [`FAULT`].
+    fn sluice_probe_stream_fd(f: *const c_void) -> u64;
+    /// `a`: the sum of `n` (at least 1) lengths, saturated; `b`: 0, or [`FAULT`] in both.
+    fn sluice_probe_iov_len(iov: *const libc::iovec, n: usize) -> Pair;
+    /// The 32-bit word at `p` (zero-extended), or [`FAULT`].
+    fn sluice_probe_word(p: *const c_void) -> u64;
+    /// The first instruction of the routines.
+    fn sluice_probe_begin();
+    /// The instruction after the last one that may fault.
+    fn sluice_probe_end();
+    /// The common exit of a routine that faulted.
+    fn sluice_probe_fault();
+}
+
+// The routines keep nothing on the stack and touch only caller-saved registers, so a
+// thread stopped at any of their instructions can resume at `sluice_probe_fault`, which
+// returns to their caller. Only the loads from the application's memory may fault.
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".pushsection .text.sluice_probe,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl sluice_probe_begin",
+    ".hidden sluice_probe_begin",
+    "sluice_probe_begin:",
+    // sluice_probe_glance(rdi = p, rsi = letters, rdx = place). r11 holds what to return
+    // when no component starts with a dot. The letter's bit is bit letter % 64 of word
+    // letter / 64 of the set.
+    ".globl sluice_probe_glance",
+    ".hidden sluice_probe_glance",
+    ".type sluice_probe_glance, @function",
+    "sluice_probe_glance:",
+    ".cfi_startproc",
+    "    mov r11d, 4",
+    "    movzx eax, byte ptr [rdi]",
+    "    cmp eax, 0x2f",
+    "    jne 10f",
+    "    xor r11d, r11d",
+    "    movzx eax, byte ptr [rdi + 1]",
+    "    mov r10d, eax",
+    "    shr r10d, 6",
+    "    mov r10, qword ptr [rsi + 8*r10]",
+    "    bt r10, rax",
+    "    jnc 10f",
+    "    mov r11d, 3",
+    "    movzx r8d, byte ptr [rdx + {compared}]",
+    "    test r8d, r8d",
+    "    jz 10f",
+    // Compared with the place: rsi its bytes, r8 how many, r9 whether it has a dot
+    // component, r10 the blocks left, rcx the mask of the compared bytes from the current
+    // block on, rdx the block's offset. A block that crosses a page is compared a byte at
+    // a time: the string may end before the page does, and the next page may not be
+    // readable.
+    "    movzx r9d, byte ptr [rdx + {dotted}]",
+    "    movzx r10d, byte ptr [rdx + {blocks}]",
+    "    lea rsi, [rdx + {bytes}]",
+    "    mov ecx, r8d",
+    "    mov eax, 1",
+    "    shl rax, cl",
+    "    dec rax",
+    "    mov rcx, rax",
+    "    xor edx, edx",
+    "31:",
+    "    lea eax, [rdi + rdx]",
+    "    and eax, 4095",
+    "    cmp eax, 4080",
+    "    ja 35f",
+    "    movdqu xmm0, xmmword ptr [rdi + rdx]",
+    "    movdqu xmm1, xmmword ptr [rsi + rdx]",
+    "    pcmpeqb xmm0, xmm1",
+    "    pmovmskb eax, xmm0",
+    "    xor eax, 0xffff",
+    "    and eax, ecx",
+    "    jnz 33f",
+    "    add rdx, 16",
+    "    shr rcx, 16",
+    "    dec r10",
+    "    jnz 31b",
+    "    jmp 37f",
+    "33:",
+    "    bsf eax, eax",
+    "    add rdx, rax",
+    "    jmp 38f",
+    "35:",
+    "    test cl, 1",
+    "    jz 37f",
+    "    movzx eax, byte ptr [rdi + rdx]",
+    "    cmp al, byte ptr [rsi + rdx]",
+    "    jne 38f",
+    "    inc rdx",
+    "    shr rcx, 1",
+    "    jmp 35b",
+    // No compared byte differs: in the place when they hold its whole path (the last
+    // is its end), else unknown; the rest is looked at from the last compared byte.
+    "37:",
+    "    mov rdx, r8",
+    "    mov eax, 1",
+    "    cmp byte ptr [rsi + r8 - 1], 0",
+    "    cmove r11d, eax",
+    "    jmp 40f",
+    // rdx: the first byte that differs. Apart when the path's component goes on there;
+    // in when the place ends there; unknown when the path ends where the place goes on
+    // or has an empty component there; else apart.
+    "38:",
+    "    movzx eax, byte ptr [rdi + rdx]",
+    "    movzx ecx, byte ptr [rsi + rdx]",
+    "    mov r11d, 2",
+    "    test al, al",
+    "    jz 39f",
+    "    cmp al, 0x2f",
+    "    jne 40f",
+    "39:",
+    "    mov r11d, 1",
+    "    test cl, cl",
+    "    jz 40f",
+    "    mov r11d, 3",
+    "    cmp cl, 0x2f",
+    "    je 40f",
+    "    cmp byte ptr [rdi + rdx - 1], 0x2f",
+    "    je 40f",
+    "    mov r11d, 2",
+    // On to the dots from the byte before rdx (from the start for a dotted place).
+    "40:",
+    "    dec rdx",
+    "    test r9b, r9b",
+    "    jz 41f",
+    "    xor edx, edx",
+    "41:",
+    "    add rdi, rdx",
+    // The dots of the string from rdi: rsi walks aligned blocks; eax holds the bytes of
+    // the block that are a dot or the NUL, r10d the string's bytes of the block (from rdi
+    // on, in the first); each is looked at in turn: the NUL ends the string, a dot at rdi
+    // or after a slash starts a component.
+    "10:",
+    "    mov ecx, edi",
+    "    and ecx, 15",
+    "    mov rsi, rdi",
+    "    and rsi, -16",
+    "    mov r10d, -1",
+    "    shl r10d, cl",
+    "    mov eax, 0x2e2e2e2e",
+    "    movd xmm1, eax",
+    "    pshufd xmm1, xmm1, 0",
+    "    pxor xmm2, xmm2",
+    "    jmp 15f",
+    "11:",
+    "    add rsi, 16",
+    "    mov r10d, -1",
+    "15:",
+    "    movdqa xmm0, xmmword ptr [rsi]",
+    "    movdqa xmm3, xmm0",
+    "    pcmpeqb xmm0, xmm2",
+    "    pcmpeqb xmm3, xmm1",
+    "    por xmm0, xmm3",
+    "    pmovmskb eax, xmm0",
+    "    and eax, r10d",
+    "    jz 11b",
+    "12:",
+    "    bsf edx, eax",
+    "    lea r8, [rsi + rdx]",
+    "    cmp byte ptr [r8], 0",
+    "    je 14f",
+    "    cmp r8, rdi",
+    "    je 13f",
+    "    cmp byte ptr [r8 - 1], 0x2f",
+    "    je 13f",
+    "    lea edx, [rax - 1]",
+    "    and eax, edx",
+    "    jnz 12b",
+    "    jmp 11b",
+    "13:",
+    "    mov rax, -2",
+    "    ret",
+    "14:",
+    "    mov rax, r11",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_glance, . - sluice_probe_glance",
+    // sluice_probe_scan(rdi = p): rsi walks aligned blocks; ecx keeps the string's bytes
+    // of the block (those from p on, in the first); r9d is 1 when the block before ended
+    // with a slash; r8d gathers the pairs.
+    ".globl sluice_probe_scan",
+    ".hidden sluice_probe_scan",
+    ".type sluice_probe_scan, @function",
+    "sluice_probe_scan:",
+    ".cfi_startproc",
+    "    mov ecx, edi",
+    "    and ecx, 15",
+    "    mov rsi, rdi",
+    "    and rsi, -16",
+    "    mov eax, 0xffff",
+    "    shl eax, cl",
+    "    mov ecx, eax",
+    "    mov eax, 0x2f2f2f2f",
+    "    movd xmm1, eax",
+    "    pshufd xmm1, xmm1, 0",
+    "    mov eax, 0x2e2e2e2e",
+    "    movd xmm2, eax",
+    "    pshufd xmm2, xmm2, 0",
+    "    pxor xmm3, xmm3",
+    "    xor r8d, r8d",
+    "    xor r9d, r9d",
+    "2:",
+    "    movdqa xmm0, xmmword ptr [rsi]",
+    "    movdqa xmm4, xmm0",
+    "    pcmpeqb xmm4, xmm3",
+    "    pmovmskb eax, xmm4",
+    "    and eax, ecx",
+    "    movdqa xmm4, xmm0",
+    "    pcmpeqb xmm4, xmm1",
+    "    pmovmskb edx, xmm4",
+    "    and edx, ecx",
+    "    pcmpeqb xmm0, xmm2",
+    "    pmovmskb r10d, xmm0",
+    // r11d: the bytes after a slash; r9d: whether the next block's first is one.
+    "    lea r11d, [r9 + 2*rdx]",
+    "    mov r9d, edx",
+    "    shr r9d, 15",
+    // ecx: the bytes up to the NUL (all, when the block holds none).
+    "    lea ecx, [rax - 1]",
+    "    xor ecx, eax",
+    "    and r11d, ecx",
+    "    and r10d, r11d",
+    "    or edx, eax",
+    "    and edx, r11d",
+    "    shl edx, 16",
+    "    or r8d, r10d",
+    "    or r8d, edx",
+    "    test eax, eax",
+    "    jnz 3f",
+    "    add rsi, 16",
+    "    mov ecx, 0xffff",
+    "    jmp 2b",
+    "3:",
+    "    bsf eax, eax",
+    "    sub rsi, rdi",
+    "    add rax, rsi",
+    "    mov edx, r8d",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_scan, . - sluice_probe_scan",
+    // sluice_probe_stream_fd(rdi = FILE*): glibc's _flags, then _fileno when the stream
+    // is over a descriptor (libio.h's _IO_IS_FILEBUF).
+    ".globl sluice_probe_stream_fd",
+    ".hidden sluice_probe_stream_fd",
+    ".type sluice_probe_stream_fd, @function",
+    "sluice_probe_stream_fd:",
+    ".cfi_startproc",
+    "    mov eax, dword ptr [rdi]",
+    "    test eax, 0x2000",
+    "    jz 4f",
+    "    mov eax, dword ptr [rdi + {fileno}]",
+    "    ret",
+    "4:",
+    "    mov eax, -1",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_stream_fd, . - sluice_probe_stream_fd",
+    // sluice_probe_iov_len(rdi = iov, rsi = n >= 1): the iov_len fields, summed; a
+    // carry saturates the sum for good.
+    ".globl sluice_probe_iov_len",
+    ".hidden sluice_probe_iov_len",
+    ".type sluice_probe_iov_len, @function",
+    "sluice_probe_iov_len:",
+    ".cfi_startproc",
+    "    xor eax, eax",
+    "5:",
+    "    add rax, qword ptr [rdi + 8]",
+    "    jnc 6f",
+    "    mov rax, -1",
+    "6:",
+    "    add rdi, 16",
+    "    dec rsi",
+    "    jnz 5b",
+    "    xor edx, edx",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_iov_len, . - sluice_probe_iov_len",
+    // sluice_probe_word(rdi = p)
+    ".globl sluice_probe_word",
+    ".hidden sluice_probe_word",
+    ".type sluice_probe_word, @function",
+    "sluice_probe_word:",
+    ".cfi_startproc",
+    "    mov eax, dword ptr [rdi]",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_word, . - sluice_probe_word",
+    ".globl sluice_probe_end",
+    ".hidden sluice_probe_end",
+    "sluice_probe_end:",
+    // The common exit: FAULT in both return registers, back to the routine's caller.
+    ".globl sluice_probe_fault",
+    ".hidden sluice_probe_fault",
+    ".type sluice_probe_fault, @function",
+    "sluice_probe_fault:",
+    ".cfi_startproc",
+    "    mov rax, -1",
+    "    mov rdx, -1",
+    "    ret",
+    ".cfi_endproc",
+    ".size sluice_probe_fault, . - sluice_probe_fault",
+    ".popsection",
+    fileno = const crate::stream::FILENO_OFFSET,
+    bytes = const prefix_layout::BYTES,
+    compared = const prefix_layout::COMPARED,
+    blocks = const prefix_layout::BLOCKS,
+    dotted = const prefix_layout::DOTTED,
+);
+
+/// Where a thread that faulted at `pc` resumes: the routines' common exit when `pc` is
+/// one of their loads, `None` for any other instruction.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn resume_at(pc: usize) -> Option<usize> {
+    let begin = sluice_probe_begin as *const () as usize;
+    let end = sluice_probe_end as *const () as usize;
+    (begin..end)
+        .contains(&pc)
+        .then_some(sluice_probe_fault as *const () as usize)
+}
+
+/// What a glance at a path found ([`glance`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Glanced {
+    /// The path is absolute, its letter after the slash is none of those asked about (so
+    /// it lies in no managed place), and no component starts with a dot.
+    Elsewhere,
+    /// The path is relative, and no component starts with a dot.
+    Relative,
+    /// Some component starts with a dot (`.`, `..`, a hidden name): a glance cannot tell
+    /// where the path leads.
+    Dotted,
+    /// The path is absolute, its letter after the slash is one of those asked about, no
+    /// component starts with a dot, and it stands so to the place it was compared with
+    /// ([`Stand::Unknown`] for a place that compares no byte).
+    Compared(Stand),
+}
+
+/// The cheapest pass over the C string at `p` that tells a glance what it needs, in one
+/// routine: whether it is absolute with a letter after its slash in `letters`, and if
+/// so how it stands to `place` ([`Prefix::stand_of`]); whether a component starts with a
+/// dot; [`Unreadable`] for null, or when a byte up to its NUL cannot be read. The dots
+/// are looked for sixteen bytes at a time (with the NUL; the byte before each dot is
+/// looked at), from where the path parts from the place.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a routine that cannot fault
+#[inline(always)]
+pub fn glance(
+    p: *const c_char,
+    letters: &LetterSet,
+    place: &Prefix,
+) -> Result<Glanced, Unreadable> {
+    if p.is_null() {
+        return Err(Unreadable);
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let r: u64;
+        // SAFETY: as in `scan`; `place` is laid out as `prefix_layout` says. Called
+        // directly (not through the GOT, as an extern function would be): the routine
+        // follows the C convention.
+        unsafe {
+            std::arch::asm!("call {f}", f = sym sluice_probe_glance,
+                inout("rdi") p => _, inout("rsi") letters => _, inout("rdx") place => _,
+                lateout("rax") r, clobber_abi("C"));
+        }
+        if r == ELSEWHERE {
+            return Ok(Glanced::Elsewhere);
+        }
+        match r {
+            IN => Ok(Glanced::Compared(Stand::In)),
+            APART => Ok(Glanced::Compared(Stand::Apart)),
+            OTHER => Ok(Glanced::Compared(Stand::Unknown)),
+            RELATIVE => Ok(Glanced::Relative),
+            DOTTED => Ok(Glanced::Dotted),
+            _ => Err(Unreadable),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: a plain read: an invalid pointer faults, as documented.
+    Ok(glance_of(
+        unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes(),
+        letters,
+        place,
+    ))
+}
+
+/// What [`glance`] finds in `path` (its bytes; its NUL after them), by the portable
+/// rules its routine stands for: where there is no routine, and to check the routine.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn glance_of(path: &[u8], letters: &LetterSet, place: &Prefix) -> Glanced {
+    let first = path.first().copied().unwrap_or(0);
+    let dotted = Scan::of(path).slash_dot || first == b'.';
+    match first {
+        b'/' if letters.contains(path.get(1).copied().unwrap_or(0)) => place
+            .stand_of(path)
+            .map_or(Glanced::Dotted, Glanced::Compared),
+        _ if dotted => Glanced::Dotted,
+        b'/' => Glanced::Elsewhere,
+        _ => Glanced::Relative,
+    }
+}
+
+/// One pass over the C string at `p`: its length and the pairs that keep it from normal
+/// form; [`Unreadable`] for null, or when any byte up to its NUL cannot be read.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a routine that cannot fault
+#[inline(always)]
+pub fn scan(p: *const c_char) -> Result<Scan, Unreadable> {
+    if p.is_null() {
+        return Err(Unreadable);
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the routine faults only on its loads, which the signal handler turns
+        // into FAULT.
+        let r = unsafe { sluice_probe_scan(p) };
+        if r.a == FAULT {
+            return Err(Unreadable);
+        }
+        Ok(Scan {
+            len: r.a as usize,
+            slash_dot: r.b & 0xffff != 0,
+            slash_slash: r.b >> 16 != 0,
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: a plain read: an invalid pointer faults, as documented.
+    Ok(Scan::of(unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes()))
+}
+
+/// The descriptor under the stream `f`: `None` for a stream over none (`fmemopen`,
+/// `open_memstream`, `fopencookie`); [`Unreadable`] for null or a pointer to memory that
+/// cannot be read. What glibc does with such a stream is its own: most calls fault, some
+/// (`fread` of nothing, `fgets` of one byte) return first.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a routine that cannot fault
+#[inline(always)]
+pub fn stream_fd(f: *mut c_void) -> Result<Option<c_int>, Unreadable> {
+    if f.is_null() {
+        return Err(Unreadable);
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `scan`.
+    let r = unsafe { sluice_probe_stream_fd(f) };
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: a plain read: an invalid pointer faults, as documented.
+    let r = unsafe { crate::stream::plain_fd(f) } as u32 as u64;
+    match r {
+        FAULT => Err(Unreadable),
+        fd => Ok(c_int::try_from(fd).ok().filter(|&fd| fd >= 0)),
+    }
+}
+
+/// Whether the first word at `p`, the start of a structure libc reads first (a `DIR`,
+/// whose descriptor `dirfd` reads there), can be read; [`Unreadable`] for null too.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a routine that cannot fault
+#[inline]
+pub fn readable(p: *const c_void) -> Result<(), Unreadable> {
+    if p.is_null() {
+        return Err(Unreadable);
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `scan`.
+    let r = unsafe { sluice_probe_word(p) };
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: a plain read: an invalid pointer faults, as documented.
+    let r = unsafe { p.cast::<u32>().read_volatile() } as u64;
+    if r == FAULT { Err(Unreadable) } else { Ok(()) }
+}
+
+/// The sum of the lengths of the `n` iovecs at `iov`, saturated; 0 for an array the
+/// kernel would refuse (null, empty, longer than `IOV_MAX`, unreadable): such a call
+/// moves nothing.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a routine that cannot fault
+#[inline]
+pub fn iov_len(iov: *const libc::iovec, n: c_int) -> u64 {
+    const IOV_MAX: c_int = 1024;
+    if iov.is_null() || n <= 0 || n > IOV_MAX {
+        return 0;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: as in `scan`.
+        let r = unsafe { sluice_probe_iov_len(iov, n as usize) };
+        if r.b == FAULT { 0 } else { r.a }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: a plain read: an invalid pointer faults, as documented.
+    unsafe { std::slice::from_raw_parts(iov, n as usize) }
+        .iter()
+        .fold(0u64, |sum, v| sum.saturating_add(v.iov_len as u64))
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use sluice_core::path::MountTable;
+
+    /// Two pages, the second inaccessible: a read past the first faults.
+    struct EdgePage(*mut u8);
+
+    impl EdgePage {
+        fn new() -> Self {
+            crate::signals::arm_for_tests();
+            // SAFETY: an anonymous private mapping, unmapped on drop.
+            let map = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    8192,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(map, libc::MAP_FAILED);
+            // SAFETY: the second page of the mapping.
+            let r = unsafe { libc::mprotect(map.cast::<u8>().add(4096).cast(), 4096, 0) };
+            assert_eq!(r, 0);
+            EdgePage(map.cast())
+        }
+
+        fn page(&mut self) -> &mut [u8] {
+            // SAFETY: the first page, mapped and writable.
+            unsafe { std::slice::from_raw_parts_mut(self.0, 4096) }
+        }
+
+        /// The first byte past the readable page.
+        fn past(&self) -> *const c_char {
+            self.0.wrapping_add(4096).cast()
+        }
+    }
+
+    impl Drop for EdgePage {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`.
+            unsafe { libc::munmap(self.0.cast(), 8192) };
+        }
+    }
+
+    /// The scan agrees with the slice checks wherever the string starts relative to
+    /// 16-byte blocks, and ends at a page's end.
+    #[test]
+    fn the_scan_agrees_with_the_slice_checks() {
+        let cases: &[&[u8]] = &[
+            b"/",
+            b"//",
+            b"/a",
+            b"/a/",
+            b"/a/.",
+            b"/a/..",
+            b"/a/.b",
+            b"/scratch/x",
+            b"/1234567/.x",
+            b"/1234567//x",
+            b"/123456789012345/x",
+            b"/12345678901234/.x",
+            b"/123456789012345/.x",
+            b"/1234567890123456/.x",
+            b"/dev/shm/sluice-bench.AbCdEf/managed/f",
+            b"/a/very-long-component-name/and/more//x",
+            b"/a/x../y.z/very-long-component-name/and/more/x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/.x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
+            b"/aaaaaaaaaaaaaaa/.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x",
+            b"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+            b"relative/x",
+            b"./x",
+            b".hidden",
+            b"a.b/c.d/.e",
+            b"a.b/c.d/e.",
+            b"/usr/lib/x86_64-linux-gnu/libc.so.6",
+            b"/usr/lib/x86_64-linux-gnu/../../../scratch/libc.so.6",
+            b"",
+        ];
+        let mut edge = EdgePage::new();
+        let page = edge.page();
+        for case in cases {
+            let want = Scan::of(case);
+            // Bytes before the string that would count if the scan looked at them.
+            for off in 0..33 {
+                let at = 64 + off;
+                page[..at].fill(b'/');
+                page[at..at + case.len()].copy_from_slice(case);
+                page[at + case.len()] = 0;
+                page[at + case.len() + 1..at + case.len() + 40].fill(b'.');
+                let got = scan(page[at..].as_ptr().cast());
+                assert_eq!(
+                    got,
+                    Ok(want),
+                    "{:?} at {off}",
+                    String::from_utf8_lossy(case)
+                );
+            }
+            let at = 4096 - case.len() - 1;
+            page[at..at + case.len()].copy_from_slice(case);
+            page[at + case.len()] = 0;
+            let got = scan(page[at..].as_ptr().cast());
+            assert_eq!(
+                got,
+                Ok(want),
+                "{:?} at a page's end",
+                String::from_utf8_lossy(case)
+            );
+        }
+    }
+
+    #[test]
+    fn a_string_the_kernel_cannot_read_is_unreadable() {
+        let mut edge = EdgePage::new();
+        let past = edge.past();
+        let page = edge.page();
+        page.fill(b'a');
+        let t = MountTable::new(Some(&["/aaaa".into()]), &[]).unwrap();
+        let (letters, prefixes) = (t.managed_letters(), t.prefixes());
+        let glance_at = |p: *const c_char| glance(p, &letters, prefixes.first());
+        // Non-canonical: the CPU raises a general protection fault, not a page fault.
+        let wild = 0xdead_c0de_dead_c0de_usize as *const c_char;
+        for p in [std::ptr::null(), past, 0xdeadc0de as *const c_char, wild] {
+            assert_eq!(scan(p), Err(Unreadable), "{p:?}");
+            assert_eq!(glance_at(p), Err(Unreadable), "{p:?}");
+        }
+        // Running off the end of the readable page, from anywhere in it; and a path that
+        // matches the place up to there.
+        for at in [0, 4000, 4095] {
+            let p = page[at..].as_ptr().cast();
+            assert_eq!(scan(p), Err(Unreadable), "at {at}");
+            assert_eq!(glance_at(p), Err(Unreadable), "at {at}");
+        }
+        page[4090..4096].copy_from_slice(b"/aaaa/");
+        assert_eq!(glance_at(page[4090..].as_ptr().cast()), Err(Unreadable));
+        page[4091..4096].copy_from_slice(b"aaaa/");
+        assert_eq!(glance_at(page[4091..].as_ptr().cast()), Err(Unreadable));
+    }
+
+    /// The glance's routine agrees with the stage's portable rules (`Prefix::stand_of`,
+    /// the letters, the scan) wherever a path starts relative to 16-byte blocks and
+    /// pages, and right at the end of what is readable.
+    #[test]
+    fn the_glance_agrees_with_the_rules_it_stands_for() {
+        let long = format!("/l/{}", "m".repeat(60));
+        let mounts = [
+            "/dev/shm/sluice-bench.AbCdEf/managed".to_string(),
+            "/lustre/scratch".into(),
+            long.clone(),
+            "/home/.cache".into(),
+        ];
+        let t = MountTable::new(Some(&mounts), &[]).unwrap();
+        let (letters, prefixes) = (t.managed_letters(), t.prefixes());
+        let mut paths: Vec<String> = [
+            "/dev/shm/sluice-bench.AbCdEf/managed/f",
+            "/dev/shm/sluice-bench.AbCdEf/managed",
+            "/dev/shm/sluice-bench.AbCdEf/managed/",
+            "/dev/shm/sluice-bench.AbCdEf/managedx",
+            "/dev/shm/sluice-bench.AbCdEf/beside/f",
+            "/dev/shm/sluice-bench.AbCdEf/beside/../managed/f",
+            "/dev/shm/sluice-bench.AbCdEf//managed/f",
+            "/dev/shm/sluice-bench.AbCdEf",
+            "/dev/shm",
+            "/dev/sh",
+            "/lustre/scratch/a.b/c",
+            "/lustre/scratch/.x",
+            "/lustre/scratch/x/..",
+            "/lustre/home/x",
+            "/lustre/home/.x",
+            "/lustre",
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/lib/../x",
+            "/home/.cache/x",
+            "/home/x",
+            "//x",
+            "/",
+            "rel/x",
+            "./x",
+            ".x",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        paths.push(format!("{long}/x"));
+        paths.push(format!("{}n/x", &long[..40]));
+        let want = |path: &[u8]| glance_of(path, &letters, prefixes.first());
+        let mut edge = EdgePage::new();
+        let page = edge.page();
+        for path in &paths {
+            let b = path.as_bytes();
+            let expected = Ok(want(b));
+            for off in 0..48 {
+                let at = 4096 - 160 + off;
+                page[at..at + b.len()].copy_from_slice(b);
+                page[at + b.len()] = 0;
+                let got = glance(page[at..].as_ptr().cast(), &letters, prefixes.first());
+                assert_eq!(got, expected, "{path:?} at {off}");
+            }
+            let at = 4096 - b.len() - 1;
+            page[at..at + b.len()].copy_from_slice(b);
+            page[4095] = 0;
+            let got = glance(page[at..].as_ptr().cast(), &letters, prefixes.first());
+            assert_eq!(got, expected, "{path:?} at a page's end");
+        }
+    }
+
+    #[test]
+    fn a_stream_or_an_iovec_array_the_kernel_cannot_read_is_unreadable() {
+        let mut edge = EdgePage::new();
+        assert_eq!(stream_fd(std::ptr::null_mut()), Err(Unreadable));
+        assert_eq!(stream_fd(edge.past().cast_mut().cast()), Err(Unreadable));
+        // A FILE whose _fileno lies past the readable page.
+        let page = edge.page();
+        page[4088..4092].copy_from_slice(&0x2000i32.to_ne_bytes());
+        let f = page[4088..].as_mut_ptr().cast();
+        assert_eq!(stream_fd(f), Err(Unreadable));
+        page[4088..4092].copy_from_slice(&0i32.to_ne_bytes());
+        assert_eq!(stream_fd(f), Ok(None));
+        // SAFETY: a stream glibc made.
+        let real = unsafe { libc::fdopen(libc::dup(1), c"w".as_ptr()) };
+        // SAFETY: as above.
+        let fd = unsafe { libc::fileno(real) };
+        assert_eq!(stream_fd(real.cast()), Ok(Some(fd)));
+        // SAFETY: as above.
+        unsafe { libc::fclose(real) };
+
+        let iov = |base: *const u8, len| libc::iovec {
+            iov_base: base.cast_mut().cast(),
+            iov_len: len,
+        };
+        let three = [
+            iov(page.as_ptr(), 3),
+            iov(page.as_ptr(), 4),
+            iov(page.as_ptr(), 5),
+        ];
+        assert_eq!(iov_len(three.as_ptr(), 3), 12);
+        assert_eq!(iov_len(three.as_ptr(), 0), 0);
+        let huge = [iov(page.as_ptr(), usize::MAX), iov(page.as_ptr(), 2)];
+        assert_eq!(iov_len(huge.as_ptr(), 2), u64::MAX);
+        // Two whole entries fit before the end of the readable page, not three.
+        let last = page[4096 - 32..].as_mut_ptr().cast::<libc::iovec>();
+        // SAFETY: two iovecs' room at the end of the page.
+        unsafe { last.copy_from_nonoverlapping(three.as_ptr(), 2) };
+        assert_eq!(iov_len(last, 2), 7);
+        assert_eq!(iov_len(last, 3), 0);
+        assert_eq!(iov_len(0xdeadc0de as *const libc::iovec, 1), 0);
+    }
+}
