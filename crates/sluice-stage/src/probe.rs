@@ -123,18 +123,18 @@ std::arch::global_asm!(
     "    mov r11d, 4",
     "    movzx eax, byte ptr [rdi]",
     "    cmp eax, 0x2f",
-    "    jne 10f",
+    "    jne 16f",
     "    xor r11d, r11d",
     "    movzx eax, byte ptr [rdi + 1]",
     "    mov r10d, eax",
     "    shr r10d, 6",
     "    mov r10, qword ptr [rsi + 8*r10]",
     "    bt r10, rax",
-    "    jnc 10f",
+    "    jnc 16f",
     "    mov r11d, 3",
     "    movzx r8d, byte ptr [rdx + {compared}]",
     "    test r8d, r8d",
-    "    jz 10f",
+    "    jz 16f",
     // Compared with the place: rsi its bytes, r8 how many, r9 whether it has a dot
     // component, r10 the blocks left, rcx the mask of the compared bytes from the current
     // block on, rdx the block's offset. A block that crosses a page is compared a byte at
@@ -220,7 +220,7 @@ std::arch::global_asm!(
     // the block that are a dot or the NUL, r10d the string's bytes of the block (from rdi
     // on, in the first); each is looked at in turn: the NUL ends the string, a dot at rdi
     // or after a slash starts a component.
-    "10:",
+    "16:",
     "    mov ecx, edi",
     "    and ecx, 15",
     "    mov rsi, rdi",
@@ -232,7 +232,7 @@ std::arch::global_asm!(
     "    pshufd xmm1, xmm1, 0",
     "    pxor xmm2, xmm2",
     "    jmp 15f",
-    "11:",
+    "17:",
     "    add rsi, 16",
     "    mov r10d, -1",
     "15:",
@@ -243,7 +243,7 @@ std::arch::global_asm!(
     "    por xmm0, xmm3",
     "    pmovmskb eax, xmm0",
     "    and eax, r10d",
-    "    jz 11b",
+    "    jz 17b",
     "12:",
     "    bsf edx, eax",
     "    lea r8, [rsi + rdx]",
@@ -256,7 +256,7 @@ std::arch::global_asm!(
     "    lea edx, [rax - 1]",
     "    and eax, edx",
     "    jnz 12b",
-    "    jmp 11b",
+    "    jmp 17b",
     "13:",
     "    mov rax, -2",
     "    ret",

@@ -29,6 +29,16 @@
 //! lock, and published with a sequence number that a handler on another thread re-reads
 //! around its copy, so a fault that arrives meanwhile sees one disposition or the other.
 //!
+//! Why the stage's handler calls the application's, rather than hand every fault back to
+//! the kernel (restore the application's disposition, let the instruction fault again)
+//! and install itself again afterwards: nothing tells the stage when the application's
+//! handler has run (one that recovers with `siglongjmp` never returns), and another
+//! thread that installs it again before the instruction faults again sends the fault
+//! back to the stage. Registered with the application's mask and flags, the stage's
+//! handler runs as the application's would have; only `SA_RESETHAND` is the stage's to
+//! do. The default disposition is still handed back: the process ends there, and the
+//! kernel's own fault is what ends it.
+//!
 //! What this cannot keep (docs/limitations.md): a program that changes the dispositions
 //! with a raw `rt_sigaction` system call takes them from the stage; a thread that blocks
 //! SIGSEGV and passes an invalid pointer is killed by the kernel where natively its call
