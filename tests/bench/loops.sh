@@ -5,7 +5,9 @@
 #     /dev/null; each without any preload (native), under a bare forwarding preload
 #     (tests/bench/forward.c: the floor of any interposer), under the stage managing the
 #     file (a catch-all rule whose rate is never reached) and under the stage judging it
-#     unmanaged (the mount is elsewhere);
+#     unmanaged (the mount is elsewhere); and a stat of a file beside the managed
+#     directory, unmanaged but sharing the first 29 bytes of its path with the managed
+#     place (the site that manages /lustre/scratch and not /lustre/home);
 #   - each overhead (variant − native) also as a multiple of this machine's
 #     clock_gettime(CLOCK_MONOTONIC) and of the forwarding preload's own overhead;
 #   - scaling: calls per second of one process of a job, and of two at once (distinct
@@ -15,15 +17,15 @@
 # same round): interleaving and pairing cancel the drift a time-shared machine shows.
 # Under each loop, the quartiles of those differences: how far a figure may be trusted.
 # Environment: SLUICE_BIN_DIR (default target/release), ROUNDS, ONLY (a list of loops
-# among stat, open, printf, scale: only those; default all).
+# among stat, beside, open, printf, scale: only those; default all).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${SLUICE_BIN_DIR:-$root/target/release}
 rounds=${ROUNDS:-11}
 only=${ONLY:-}
 for w in $only; do
-    case $w in stat | open | printf | scale) ;; *)
-        echo "loops.sh: ONLY names '$w'; the loops are stat, open, printf and scale" >&2
+    case $w in stat | beside | open | printf | scale) ;; *)
+        echo "loops.sh: ONLY names '$w'; the loops are stat, beside, open, printf and scale" >&2
         exit 2
         ;;
     esac
@@ -32,7 +34,7 @@ work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
 cc -O2 -shared -fPIC -o "$work/forward.so" "$root/tests/bench/forward.c" -ldl
-mkdir -p "$work/managed" && touch "$work/managed/f" "$work/managed/g"
+mkdir -p "$work/managed" "$work/beside" && touch "$work/managed/f" "$work/managed/g" "$work/beside/f"
 export SLUICE_STAGE=$bin/libsluice_stage.so
 rule='rate=1000000M/s'
 # shellcheck source=tests/bench/stats.sh
@@ -44,7 +46,7 @@ run() {
     case $variant in
     native) "$work/loop" "$op" "$file" "$n" ;;
     forward) LD_PRELOAD=$work/forward.so "$work/loop" "$op" "$file" "$n" ;;
-    managed) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/loop" "$op" "$file" "$n" ;;
+    managed | beside) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/loop" "$op" "$file" "$n" ;;
     unmanaged) "$bin/sluice" run --rule "$rule" --mount /scratch-not-here -- "$work/loop" "$op" "$file" "$n" ;;
     esac 2>&1 >"$out"
 }
@@ -81,6 +83,8 @@ loop() {
     local qman="- -" qunm="- -"
     [[ -s $work/r-managed ]] && man=$(median <"$work/r-managed") && dman=$(paired managed) && qman=$(spread managed)
     [[ -s $work/r-unmanaged ]] && unm=$(median <"$work/r-unmanaged") && dunm=$(paired unmanaged) && qunm=$(spread unmanaged)
+    # A file beside the managed place is an unmanaged one: its figures take that column.
+    [[ -s $work/r-beside ]] && unm=$(median <"$work/r-beside") && dunm=$(paired beside) && qunm=$(spread beside)
     awk -v l="$label" -v b="$nat" -v f="$fwd" -v m="$man" -v u="$unm" -v df="$dfwd" -v dm="$dman" -v du="$dunm" \
         -v c="$calls" -v k="$clock" -v qm="$qman" -v qu="$qunm" 'BEGIN {
         fo = df / c
@@ -106,10 +110,11 @@ loop() {
 }
 want() { [[ -z $only || " $only " == *" $1 "* ]]; }
 want stat && loop stat stat "$work/managed/f" 100000 /dev/null 1 native forward managed unmanaged
+want beside && loop "stat beside managed" stat "$work/beside/f" 100000 /dev/null 1 native forward beside
 want open && loop "open+close" open "$work/managed/f" 50000 /dev/null 2 native forward managed unmanaged
 want printf && loop "printf → file" printf - 1000000 "$work/managed/out" 1 native forward managed unmanaged
 want printf && loop "printf → /dev/null" printf - 1000000 /dev/null 1 native forward unmanaged
-printf '\n(per-call figures: ns; open+close per call; printf to /dev/null is never managed)\n\n'
+printf '\n(per-call figures: ns; open+close per call; printf to /dev/null is never managed;\n "stat beside managed": the file beside the managed directory, in the unmanaged column)\n\n'
 
 # Scaling: one process, then two at once on distinct files, 1 s each; calls per second.
 scale() {

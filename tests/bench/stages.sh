@@ -11,7 +11,9 @@
 # A stage with a `sluice` beside it runs under that launcher: builds whose segment layouts
 # differ each need their own (a stage refuses a segment of another layout version, and
 # reads a different layout under the same version wrongly).
-# UNMANAGED=1 measures the unmanaged `stat` instead (the mount named is elsewhere).
+# UNMANAGED=1 measures the unmanaged `stat` instead (the mount named is elsewhere);
+# BESIDE=1 the unmanaged `stat` of a file beside the managed directory, whose path shares
+# its first 29 bytes with the managed place.
 # POOL=1 holds the managed `stat` by a pool instead of a rule: a `sluice local` started
 # here with one pool of metadata calls that it never reaches, which times one call in 64.
 # The local makes the segments, so under POOL=1 every build must share its layout.
@@ -35,9 +37,10 @@ work=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
 local_pid=
 trap '[[ -n $local_pid ]] && kill "$local_pid" 2>/dev/null; rm -rf "$work"' EXIT
 cc -O2 -o "$work/loop" "$root/tests/c/bench_loop.c"
-mkdir -p "$work/managed" && touch "$work/managed/f"
-mount=$work/managed what=managed
+mkdir -p "$work/managed" "$work/beside" && touch "$work/managed/f" "$work/beside/f"
+mount=$work/managed what=managed file=$work/managed/f
 [[ -n ${UNMANAGED:-} ]] && mount=/scratch-not-here what=unmanaged
+[[ -n ${BESIDE:-} ]] && file=$work/beside/f what="unmanaged beside managed"
 hold=(--rule 'rate=1000000M/s')
 if [[ -n ${POOL:-} ]]; then
     mkdir -p "$work/local/shm"
@@ -54,7 +57,7 @@ n=${#stages[@]}
 : >"$work/native"
 for i in $(seq 0 $((n - 1))); do : >"$work/r$i"; done
 for r in $(seq "$rounds"); do
-    "$work/loop" stat "$work/managed/f" 100000 2>>"$work/native" >/dev/null
+    "$work/loop" stat "$file" 100000 2>>"$work/native" >/dev/null
     for k in $(seq 0 $((n - 1))); do
         i=$(((k + r) % n))
         launcher=$bin/sluice
@@ -63,10 +66,10 @@ for r in $(seq "$rounds"); do
         job=()
         [[ -n ${POOL:-} ]] && job=(--job "bench-$r-$i")
         SLUICE_STAGE=${stages[$i]} "$launcher" run "${hold[@]}" "${job[@]}" --mount "$mount" \
-            --stats "$work/stats" -- "$work/loop" stat "$work/managed/f" 100000 2>>"$work/r$i" >/dev/null
+            --stats "$work/stats" -- "$work/loop" stat "$file" 100000 2>>"$work/r$i" >/dev/null
         # A stage that could not use its segment passes calls through, uncounted: its
         # figure would be no stage's.
-        if [[ -z ${UNMANAGED:-} ]] && ! tr -d ' \n' <"$work/stats" | grep -q '"getattr":{"calls":300000,'; then
+        if [[ -z ${UNMANAGED:-}${BESIDE:-} ]] && ! tr -d ' \n' <"$work/stats" | grep -q '"getattr":{"calls":300000,'; then
             echo "stages.sh: ${stages[$i]} did not count the 300,000 stat calls it held:" >&2
             cat "$work/stats" >&2
             exit 1
