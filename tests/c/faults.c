@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -64,6 +65,20 @@ static void fix(int sig, siginfo_t *info, void *ctx) {
 }
 
 static void plain(int sig) { (void)sig; calls++; }
+
+/* Counts as `count` does: another handler, for a thread to switch between the two. */
+static void count_too(int sig, siginfo_t *info, void *ctx) { count(sig, info, ctx); }
+
+static void *switch_handlers(void *n) {
+    for (long i = 0; i < (long)n; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = i % 2 ? count : count_too;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, NULL);
+    }
+    return NULL;
+}
 
 static const char *name(void (*h)(int)) {
     if (h == SIG_DFL) return "SIG_DFL";
@@ -252,6 +267,20 @@ int main(int argc, char **argv) {
     errno = 0;
     prev = signal(SIGSEGV, SIG_ERR);
     printf("signal SIG_ERR: %s errno=%s\n", name(prev), strerrorname_np(errno));
+
+    /* Signals and bad addresses while another thread changes the handler: each signal
+     * is handled once, by one handler or the other, and each call fails with EFAULT. */
+    set(SIGSEGV, count, 0, 0);
+    calls = 0;
+    pthread_t switcher;
+    pthread_create(&switcher, NULL, switch_handlers, (void *)20000L);
+    int efaults = 0;
+    for (int i = 0; i < 20000; i++) {
+        pthread_kill(pthread_self(), SIGSEGV);
+        if (stat((const char *)nowhere, &st) == -1 && errno == EFAULT) efaults++;
+    }
+    pthread_join(switcher, NULL);
+    printf("handlers changed meanwhile: calls=%d efaults=%d\n", (int)calls, efaults);
 
     /* A child inherits the disposition. */
     set(SIGSEGV, count, SA_NODEFER, SIGUSR2);
