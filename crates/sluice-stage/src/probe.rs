@@ -466,12 +466,11 @@ pub fn glance(
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: a plain read: an invalid pointer faults, as documented.
-    Ok(glance_of(
-        unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes(),
-        letters,
-        place,
-    ))
+    {
+        // SAFETY: a plain read: an invalid pointer faults, as documented.
+        let path = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
+        Ok(glance_of(path, letters, place))
+    }
 }
 
 /// What [`glance`] finds in `path` (its bytes; its NUL after them), by the portable
@@ -513,8 +512,11 @@ pub fn scan(p: *const c_char) -> Result<Scan, Unreadable> {
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: a plain read: an invalid pointer faults, as documented.
-    Ok(Scan::of(unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes()))
+    {
+        // SAFETY: a plain read: an invalid pointer faults, as documented.
+        let path = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
+        Ok(Scan::of(path))
+    }
 }
 
 /// The descriptor under the stream `f`: `None` for a stream over none (`fmemopen`,
