@@ -535,3 +535,36 @@ fn an_unwritable_state_directory_is_an_error_at_start() {
         eprintln!("{what}: {last}");
     }
 }
+
+/// Two locals on one state directory would adopt each other's jobs and remove each other's
+/// segments: the second is refused at start with one line naming the first, and starts
+/// once the first is gone (even killed with -9: the kernel drops the lock).
+#[test]
+fn a_second_local_on_one_state_directory_is_refused_at_start() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let mut first = Local::without_config(dir.path(), &["--node", "n1"], None);
+    let second = |socket: &str| {
+        std::process::Command::new(common::sluice_bin())
+            .args(["local", "--node", "n1", "--socket", socket, "--state-dir"])
+            .arg(dir.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let other_socket = path_str(&dir.path().join("other.sock"));
+    let o = second(&other_socket);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(!o.status.success(), "a second local started: {err}");
+    assert!(
+        last.starts_with("sluice: ")
+            && last.contains(&format!("(pid {})", first.daemon.child.id()))
+            && last.contains("give each daemon its own --state-dir"),
+        "{err}"
+    );
+    eprintln!("second local: {last}");
+    first.daemon.kill9();
+    first.restart();
+    assert!(first.admin(&["status"]).status.success());
+}

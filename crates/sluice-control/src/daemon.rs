@@ -32,6 +32,7 @@ use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
+use crate::state_lock::StateLock;
 use crate::tls::{ServerConfig, incoming, server_config};
 use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix, read_token_file};
 
@@ -219,14 +220,17 @@ impl Hooks for LocalHooks {
 
 /// Runs a local controller until SIGTERM or SIGINT.
 pub async fn run_local(o: LocalOptions) -> Result<()> {
+    let _lock = StateLock::take(&o.state_dir)?;
+    // Credentials first, as the global does.
+    let site = load_config(o.config.as_ref(), o.interval)?;
+    let auth = auth_of(&site)?;
     let (config, coordinator) = match o.global {
         None => {
             let c = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
             (c.config().clone(), Some(Arc::new(Mutex::new(c))))
         }
-        Some(_) => (load_config(o.config.as_ref(), o.interval)?, None),
+        Some(_) => (site, None),
     };
-    let auth = auth_of(&config)?;
     let interval = config.interval;
     let local = Local::new(
         o.node.clone(),
@@ -460,10 +464,13 @@ fn spawn_http(addr: SocketAddr, routes: axum::Router) {
 
 /// Runs a global controller until SIGTERM or SIGINT.
 pub async fn run_global(o: GlobalOptions) -> Result<()> {
+    let _lock = StateLock::take(&o.state_dir)?;
+    // Credentials first (the `[admin]` table is always the file's): one that cannot be
+    // used stops the start with one line, before any state is restored or logged.
+    let site = load_config(o.config.as_ref(), None)?;
+    let auth = auth_of(&site)?;
+    let (tls, admission) = link_security(&site.admin, &auth)?;
     let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
-    let config = coordinator.config().clone();
-    let auth = auth_of(&config)?;
-    let (tls, admission) = link_security(&config.admin, &auth)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
     let global = Global::new(coordinator, metrics);
     let listener = tokio::net::TcpListener::bind(o.listen)

@@ -20,7 +20,8 @@
 //!   JSON API under `/api/v1`.
 //! - [`metrics`]: `/metrics` for Prometheus.
 //! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
-//! - [`segment_file`]: a job's segment as a file, changed live.
+//! - [`segment_file`]: a job's segment as a file, changed live; [`state_lock`]: one
+//!   daemon per state directory.
 //! - [`identity`]: users and groups from the system's database.
 
 pub mod admin;
@@ -36,6 +37,7 @@ pub mod link_auth;
 pub mod local;
 pub mod metrics;
 pub mod segment_file;
+pub mod state_lock;
 pub mod tls;
 pub mod transport;
 
