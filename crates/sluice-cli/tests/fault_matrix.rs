@@ -295,3 +295,56 @@ fn no_fault_of_a_controller_fails_a_job_or_lets_it_escape_its_pool() {
         (monotonic_ns() - began) as f64 / SEC as f64
     );
 }
+
+/// The global killed and started again while node 0 cannot reach it: for three intervals
+/// only node 1 reports. Node 0 still enforces A's share (fail-static), so the restarted
+/// global must count it (kept in its state directory) and give B only what it leaves: a
+/// global that forgot it gave B the whole pool, and A and B together ran at one and a
+/// half times the pool until node 0 came back.
+#[test]
+fn a_restarted_global_counts_the_shares_of_nodes_not_back_yet() {
+    let Some(mut c) = Cluster::with(CONFIG, true, true) else {
+        return;
+    };
+    let s = Scratch::new();
+    let alone = INTERVAL * 3;
+    let ms = (STEADY * 2 + alone + INTERVAL * 2).as_millis() as u64;
+    let jobs = [
+        Job::start(&c, 0, "a-alone".into(), &s.file, ms, &[]),
+        Job::start(&c, 1, "b-alone".into(), &s.file, ms, &[]),
+    ];
+    assert!(
+        wait_for(Duration::from_secs(10), || all_back(
+            &c,
+            &["a-alone", "b-alone"]
+        )),
+        "the jobs never had their shares"
+    );
+    std::thread::sleep(STEADY);
+    c.global.kill9();
+    c.net.link(0, false);
+    c.global = start_global(&c.net, c.dir.path());
+    wait_global(&c.net, &c.global);
+    assert!(
+        wait_for(Duration::from_secs(5), || Cluster::counted(&c.locals[1])
+            == 1),
+        "node 1 never reconnected: {}",
+        c.global.log_text()
+    );
+    std::thread::sleep(alone);
+    c.net.link(0, true);
+    let mut held = Vec::new();
+    for job in jobs {
+        let (name, times, _, pooled) = job.finish();
+        assert!(pooled, "{name} ran without the pool");
+        held.extend(times);
+    }
+    held.sort_unstable();
+    let most = busiest_second(&held);
+    eprintln!("node 0 away from the restarted global: pool's busiest second {most}");
+    assert!(
+        most <= pool_bound(false),
+        "{most} calls in one second under a pool of {CAPACITY}/s: {}",
+        c.global.log_text()
+    );
+}

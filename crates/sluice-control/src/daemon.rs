@@ -24,6 +24,7 @@ use crate::config::{
 };
 use crate::coordinator::Coordinator;
 use crate::global::{ControlService, Global, cycle_at, run_deadlines};
+use crate::held_file::HeldFile;
 use crate::http::{api_router, metrics_router};
 use crate::link_auth::Admission;
 use crate::local::{Local, NodeService, Policy, Shared, report_message, run_uplink};
@@ -472,7 +473,7 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let (tls, admission) = link_security(&site.admin, &auth)?;
     let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
-    let global = Global::new(coordinator, metrics);
+    let global = Global::new(coordinator, metrics, Some(HeldFile::new(&o.state_dir)));
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;

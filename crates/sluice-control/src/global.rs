@@ -21,6 +21,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::cluster::{NodeJob, NodeRates, renumber};
 use crate::config::{MAX_INTERVAL, MIN_INTERVAL, format_duration};
 use crate::coordinator::Coordinator;
+use crate::held_file::HeldFile;
 use crate::link_auth::{Admission, refuse};
 use crate::metrics::Metrics;
 use crate::proto::control_server::Control;
@@ -61,6 +62,8 @@ pub struct Global {
     /// What `/metrics` exports, when it is served: kept up by the cycle thread after
     /// each cycle's rates are out, so that it never delays them.
     pub metrics: Option<Arc<Metrics>>,
+    /// Where the rates the nodes enforce are kept for the next start, when anywhere.
+    held: Option<HeldFile>,
 }
 
 #[derive(Default)]
@@ -277,9 +280,25 @@ impl Sessions {
 }
 
 impl Global {
-    /// A global controller over `coordinator`, keeping `metrics` when given.
-    pub fn new(coordinator: Coordinator, metrics: Option<Arc<Metrics>>) -> Arc<Global> {
+    /// A global controller over `coordinator`, keeping `metrics` when given. With `held`,
+    /// the rates its nodes enforced before this start (kept there by the global before
+    /// it) stay counted until each node reconnects, and the record is kept up.
+    pub fn new(
+        mut coordinator: Coordinator,
+        metrics: Option<Arc<Metrics>>,
+        held: Option<HeldFile>,
+    ) -> Arc<Global> {
         let interval = coordinator.config().interval;
+        if let Some(file) = &held {
+            let (cycle, _) = cycle_at(interval);
+            let nodes = coordinator.cluster().restore(file.load(), cycle);
+            if nodes > 0 {
+                tracing::info!(
+                    nodes,
+                    "the rates these nodes enforce stay counted until each reconnects"
+                );
+            }
+        }
         Arc::new(Global {
             coordinator: Arc::new(Mutex::new(coordinator)),
             sessions: Mutex::new(Sessions::new(interval)),
@@ -289,6 +308,7 @@ impl Global {
             dropped: AtomicU64::new(0),
             cycle_us: Mutex::new(Vec::new()),
             metrics,
+            held,
         })
     }
 
@@ -402,8 +422,13 @@ impl Global {
                 .sessions()
                 .owe_policy(version)
                 .then(|| policy_message(&c));
+            let held = (!rates.is_empty() && self.held.is_some()).then(|| c.cluster().held());
             drop(c);
             self.push(cycle, rates, version, policy);
+            // Written after the push, which must not wait on a disk.
+            if let (Some(file), Some(held)) = (&self.held, held) {
+                file.save(&held);
+            }
             let boundary_ns = u128::from(cycle) * interval.as_nanos();
             let since_ns = wall_clock().as_nanos().saturating_sub(boundary_ns);
             let mut times = self.cycle_us.lock().expect("cycle times");

@@ -14,7 +14,8 @@
 //!   per pool, each job's allocation split among its nodes, only changes pushed.
 //! - [`config`]: pools, admin rules and job settings; validation and persistence.
 //! - [`coordinator`]: the configuration and the computation it drives, changed by admins.
-//! - [`global`]: the global controller's streams and cycle.
+//! - [`global`]: the global controller's streams and cycle; [`held_file`]: the rates its
+//!   nodes enforce, kept for its next start.
 //! - [`local`]: the local controller: attached jobs, their segments, observation.
 //! - [`admin`]: the Admin service, and who may change things; [`http`]: the same as a
 //!   JSON API under `/api/v1`.
@@ -30,6 +31,7 @@ pub mod config;
 pub mod coordinator;
 pub mod daemon;
 pub mod global;
+pub mod held_file;
 pub mod http;
 pub mod identity;
 pub mod launcher;

@@ -80,6 +80,7 @@
 
 mod auto;
 mod compute;
+mod held;
 mod pool_map;
 mod registry;
 #[cfg(test)]
@@ -96,6 +97,7 @@ use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
 pub use auto::{AutoCapacity, AutoState};
+pub use held::Held;
 use pool_map::PoolMap;
 pub use view::{JobView, NodeView, PoolView, ShareView};
 

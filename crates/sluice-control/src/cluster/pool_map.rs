@@ -50,6 +50,11 @@ impl<V> PoolMap<V> {
         self.0.retain(|(k, _)| keep(k));
     }
 
+    /// Every pool's name and value.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
     /// Forgets every pool.
     pub(super) fn clear(&mut self) {
         self.0.clear();

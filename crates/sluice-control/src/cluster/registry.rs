@@ -282,7 +282,7 @@ fn node_in<'a>(nodes: &'a mut BTreeMap<String, Node>, node: &str) -> &'a mut Nod
 
 /// `pool` as the pool of that name in `pools` names itself, so that every placement's
 /// figures share its name (see `pool_map`); a name no pool has is kept as it came.
-fn intern(pools: &BTreeMap<String, Pool>, pool: String) -> Arc<str> {
+pub(super) fn intern(pools: &BTreeMap<String, Pool>, pool: String) -> Arc<str> {
     match pools.get(&pool) {
         Some(known) => known.name.clone(),
         None => Arc::from(pool),

@@ -236,3 +236,68 @@ fn a_cluster_that_kept_its_grouping_through_changes_divides_as_a_fresh_one() {
     assert_eq!(kept.pools()[0].jobs, 2);
     assert!(allocation(&kept, "c") > 0.0);
 }
+
+/// A global restarted from what the last one held: the node that reconnects first is
+/// given only what the other still enforces leaves (a fresh global gave it the whole
+/// pool, and the pool was exceeded until the other reported), and the other's rates go
+/// once it reconnects or goes stale.
+#[test]
+fn a_restarted_global_counts_what_the_nodes_enforce_until_they_report() {
+    let before = two_nodes(3);
+    let held = before.held();
+    let on_n2 = allocation(&before, "j2");
+    assert_eq!(held.nodes["n2"]["j2"]["md"], on_n2);
+    let text = serde_json::to_string(&held).expect("serialises");
+    let held: Held = serde_json::from_str(&text).expect("reads back");
+
+    let mut after = Cluster::new(Tuning {
+        stale_after: 3,
+        ..Tuning::default()
+    })
+    .expect("valid tuning");
+    after
+        .set_pools(vec![plan("md", "psfa", 0.1)])
+        .expect("valid");
+    assert_eq!(after.restore(held.clone(), 10), 2);
+    after.report("n1", 10, true, vec![job("j1", 8_000.0, 8_000.0)], vec![]);
+    after.compute(10, 1.0).expect("computes");
+    assert!(close(allocation(&after, "j1"), CAPACITY - on_n2));
+    assert_eq!(after.pools()[0].held, on_n2);
+    assert_eq!(
+        after.restore(held, 10),
+        0,
+        "known nodes are left as they are"
+    );
+
+    after.report("n2", 11, true, vec![job("j2", 8_000.0, 2_000.0)], vec![]);
+    after.compute(11, 1.0).expect("computes");
+    assert_eq!(after.pools()[0].held, 0.0);
+    let sum = allocation(&after, "j1") + allocation(&after, "j2");
+    assert!(close(sum, CAPACITY), "{sum}");
+}
+
+/// A node that never reconnects after the restart is dropped `stale_after` cycles after
+/// it, as a node that lost its link is; pools the new policy lacks are left out.
+#[test]
+fn a_restored_node_that_never_reports_goes_stale() {
+    let mut held = two_nodes(3).held();
+    held.nodes
+        .get_mut("n2")
+        .expect("n2")
+        .get_mut("j2")
+        .expect("j2")
+        .insert("gone".into(), 5.0);
+    let mut after = cluster(vec![plan("md", "psfa", 0.1)]);
+    after.set_stale_after(3);
+    after.restore(held, 20);
+    assert_eq!(
+        after.held().nodes["n2"]["j2"].keys().collect::<Vec<_>>(),
+        ["md"]
+    );
+    after.report("n1", 20, true, vec![job("j1", 8_000.0, 8_000.0)], vec![]);
+    after.compute(22, 1.0).expect("computes");
+    assert_eq!(after.nodes().len(), 2);
+    after.compute(23, 1.0).expect("computes");
+    assert_eq!(after.nodes().len(), 1);
+    assert!(close(allocation(&after, "j1"), CAPACITY));
+}
