@@ -44,7 +44,7 @@ mount=$work/managed what=managed file=$work/managed/f
 hold=(--rule 'rate=1000000M/s')
 if [[ -n ${POOL:-} ]]; then
     mkdir -p "$work/local/shm"
-    printf '[[pool]]\nname = "md"\nmatch = "class=metadata"\ncapacity = "1000000M/s"\nalgorithm = "uniform"\n' >"$work/local.toml"
+    printf '[[pool]]\nname = "md"\nmatch = "class=metadata"\ncapacity = "1000000M/s"\nalgorithm = "uniform-share"\n' >"$work/local.toml"
     "$bin/sluice" local --shm-dir "$work/local/shm" --socket "$work/local.sock" \
         --state-dir "$work/local/state" --config "$work/local.toml" 2>"$work/local.log" &
     local_pid=$!

@@ -481,7 +481,7 @@ mod tests {
             ),
             (
                 r#"{"algorithm":"fifo","capacity":1,"intervals":[]}"#.to_owned(),
-                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)",
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, adaptbf-need, set10, reservations, drf)",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"epsilon":true},"intervals":[]}"#
@@ -497,8 +497,8 @@ mod tests {
                 "capacity: must be a number (psfa divides one resource at a time)",
             ),
             (
-                r#"{"algorithm":"priority","params":{"epsilon":1}}"#.to_owned(),
-                "params.epsilon: not a parameter of priority (it takes: interval_s)",
+                r#"{"algorithm":"priority-share","params":{"epsilon":1}}"#.to_owned(),
+                "params.epsilon: not a parameter of priority-share (it takes: interval_s)",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"interval_s":0},"intervals":[]}"#

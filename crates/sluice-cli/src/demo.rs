@@ -229,7 +229,7 @@ impl DemoArgs {
         let socket = tmp.join("local.sock");
         let config = tmp.join("control.toml");
         let toml = format!(
-            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{POOL}\"\nmatch = \"op=getattr\"\ncapacity = \"{CAPACITY}/s\"\nalgorithm = \"psfa\"\n",
+            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{POOL}\"\nmatch = \"op=getattr\"\ncapacity = \"{CAPACITY}/s\"\nalgorithm = \"psfa-held\"\n",
             INTERVAL.as_millis()
         );
         std::fs::write(&config, toml)?;

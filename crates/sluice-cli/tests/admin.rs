@@ -138,7 +138,7 @@ fn changes_are_checked_persisted_and_reloaded() {
     let (code, body) = http(port, "GET", "/api/v1/pools", "");
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"md\""), "{body}");
-    let pool = r#"{"match":"class=metadata","capacity":"20k/s","algorithm":"uniform"}"#;
+    let pool = r#"{"match":"class=metadata","capacity":"20k/s","algorithm":"uniform-share"}"#;
     assert_eq!(http(port, "PUT", "/api/v1/pools/md2", pool).0, 204);
     assert_eq!(
         http(

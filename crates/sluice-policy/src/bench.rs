@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::Allocator;
 use crate::obs::{Amount, Observation, OpsBytes, Round};
-use crate::registry::{ALGORITHMS, Params};
+use crate::registry::ALGORITHMS;
 
 /// The job counts `sluice bench alloc` reports.
 pub const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -48,11 +48,12 @@ pub fn run(sizes: &[usize], budget: Duration) -> Vec<BenchRow> {
         });
         for spec in &ALGORITHMS {
             // An algorithm that divides both resources is timed at its harder task.
+            let params = spec.sample_params();
             let timed = if spec.builds_ops_bytes() {
-                spec.build_ops_bytes(&Params::new())
+                spec.build_ops_bytes(&params)
                     .map(|mut a| dual.time(a.as_mut(), budget))
             } else {
-                spec.build(&Params::new())
+                spec.build(&params)
                     .map(|mut a| scalar.time(a.as_mut(), budget))
             };
             let Ok((intervals, elapsed)) = timed else {

@@ -81,6 +81,15 @@ pub enum PolicyError {
         /// The algorithm asked for.
         algorithm: &'static str,
     },
+    /// The algorithm needs exactly one of two parameters (a fixed rate given either
+    /// way), and got neither or both.
+    #[error("params: {algorithm} needs exactly one of {choices}")]
+    ParamChoice {
+        /// The algorithm.
+        algorithm: &'static str,
+        /// The parameters to choose from, with what each means.
+        choices: &'static str,
+    },
     /// A parameter's value is not usable.
     #[error("params.{name}: {problem}")]
     Param {

@@ -11,11 +11,13 @@
 //!   `arrivals`, `weight`, `nodes`, `period_s`); [`Round`]: one interval's observations
 //!   with the pool's capacity and the interval's length, validated once.
 //! - [`Allocator`]: the trait every algorithm implements — a round in, one rate per job
-//!   out. The algorithms are in [`algo`], one file each: `static`, `uniform`,
-//!   `priority`, `psharing` and `psfa` (PADLL), `adaptbf` (AdapTBF as published) and
-//!   its variant `adaptbf-need`, `set10` (IO-SETS), `reservations` (SDQoS) and `drf`,
-//!   which divides a metadata rate and a bandwidth together with [`OpsBytes`] (and one
-//!   resource by weighted max-min).
+//!   out. The algorithms are in [`algo`], one file each: `static`; PADLL's `uniform`,
+//!   `priority` (fixed rates), `psharing` and `psfa` (Algorithm 1); AdapTBF as
+//!   published, `adaptbf`; `set10` (IO-SETS); `reservations` (SDQoS) and `drf`, which
+//!   divides a metadata rate and a bandwidth together with [`OpsBytes`] (and one
+//!   resource by weighted max-min). Beside the published ones, sluice's variants under
+//!   names of their own: `uniform-share`, `priority-share`, `psfa-held`,
+//!   `adaptbf-bounded` and `adaptbf-need`.
 //! - [`registry`]: choose an algorithm by name with [`Params`]; the table there also
 //!   says which fields each algorithm reads.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.
@@ -34,10 +36,9 @@
 //! ];
 //! let round = Round::new(110_000.0, 1.0, &jobs)?;
 //! let rates = Psfa::default().allocate(&round);
-//! // j1 uses 10 of its 15 kops/s: it is given 10 + 0.25 × 5 = 11.25, j2 its 40. Of the
-//! // 58.75 kops/s left, j2 first gets the 20 it asked for beyond its 40, then the other
-//! // 38.75 go out in proportion to usage (1:4).
-//! assert_eq!(rates, vec![11_250.0 + 7_750.0, 40_000.0 + 20_000.0 + 31_000.0]);
+//! // j1 uses 10 of its 15 kops/s: it is given 10 + 0.25 × 5 = 11.25, j2 the 40 it uses.
+//! // The 58.75 kops/s left go to both in proportion to usage (1:4).
+//! assert_eq!(rates, vec![11_250.0 + 11_750.0, 40_000.0 + 47_000.0]);
 //!
 //! // The same by name, as the control plane and `sluice alloc` choose it.
 //! use sluice_policy::registry::{self, Params};

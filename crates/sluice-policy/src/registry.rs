@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::algo::{
-    AdapTbf, AdapTbfNeed, Allocator, Drf, Priority, ProportionalSharing, Psfa, Reservations, Set10,
-    StaticLimits, Uniform,
+    AdapTbf, AdapTbfNeed, Allocator, Drf, FixedRate, Priority, PriorityShare, ProportionalSharing,
+    Psfa, PsfaHeld, Reservations, Set10, StaticLimits, Uniform, UniformShare,
 };
 use crate::error::{PolicyError, Problem};
 use crate::obs::{JobField, OpsBytes, is_positive};
@@ -106,6 +106,9 @@ pub struct Spec {
     pub limit_is_guarantee: bool,
     /// Its own parameters (besides [`INTERVAL_S`]).
     pub params: &'static [ParamSpec],
+    /// Parameters that build it where its defaults do not (a fixed rate it must be
+    /// given), for timing and tests; empty when the defaults build it.
+    pub sample: &'static [(&'static str, f64)],
     build: Build<f64>,
     /// How it is built for a pool of a metadata rate and a bandwidth together, if it
     /// divides such pools.
@@ -135,6 +138,15 @@ impl Spec {
             algorithm: self.name,
         })?;
         build(params)
+    }
+
+    /// [`Spec::sample`] as parameters.
+    pub fn sample_params(&self) -> Params {
+        let mut params = Params::new();
+        for &(name, value) in self.sample {
+            params.set(name, ParamValue::Number(value));
+        }
+        params
     }
 
     /// Whether it divides a metadata rate and a bandwidth together as well as one
@@ -173,37 +185,89 @@ fn boxed(allocator: impl Allocator<f64> + 'static) -> Result<Box<dyn Allocator<f
     Ok(Box::new(allocator))
 }
 
-/// Every algorithm, in the order the docs present them.
-pub static ALGORITHMS: [Spec; 10] = [
+/// The choice `uniform` and `priority` need, in their errors and help.
+const UNIFORM_CHOICES: &str = "rate (ops/s or bytes/s per job) or jobs (the capacity / jobs)";
+const PRIORITY_CHOICES: &str = "rate (ops/s or bytes/s per unit of weight) or total_weight (the capacity × weight / total_weight)";
+
+/// Every algorithm, in the order the docs present them: each published one, then
+/// sluice's variants of it.
+pub static ALGORITHMS: [Spec; 14] = [
     Spec {
         name: "static",
         summary: "each job gets its limit",
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
         build: |_| boxed(StaticLimits),
         build_ops_bytes: None,
     },
     Spec {
         name: "uniform",
-        summary: "the same rate for every active job",
+        summary: "PADLL's uniform: every job held to one fixed rate, never more when others are idle or gone",
         requires: &[],
         limit_is_guarantee: false,
-        params: &[ParamSpec {
-            name: "rate",
-            default: "capacity / active jobs",
-            help: "fixed rate per job",
-        }],
-        build: |p| boxed(Uniform::new(p.number("rate")?)?),
+        params: &[
+            ParamSpec {
+                name: "rate",
+                default: "none: give rate or jobs",
+                help: "the fixed rate of every job",
+            },
+            ParamSpec {
+                name: "jobs",
+                default: "none: give rate or jobs",
+                help: "the jobs the pool is set up for: each gets capacity / jobs",
+            },
+        ],
+        sample: &[("jobs", 4.0)],
+        build: |p| {
+            let rate = fixed_rate(p, "uniform", ("jobs", true), UNIFORM_CHOICES)?;
+            boxed(Uniform::new(rate))
+        },
+        build_ops_bytes: None,
+    },
+    Spec {
+        name: "uniform-share",
+        summary: "sluice's uniform: capacity / active jobs, so a job alone gets the whole pool",
+        requires: &[],
+        limit_is_guarantee: false,
+        params: &[],
+        sample: &[],
+        build: |_| boxed(UniformShare),
         build_ops_bytes: None,
     },
     Spec {
         name: "priority",
-        summary: "fixed shares by weight, no redistribution",
+        summary: "PADLL's priority: a fixed rate per job by weight, never more when others are idle or gone",
+        requires: &[],
+        limit_is_guarantee: false,
+        params: &[
+            ParamSpec {
+                name: "rate",
+                default: "none: give rate or total_weight",
+                help: "the fixed rate per unit of weight",
+            },
+            ParamSpec {
+                name: "total_weight",
+                default: "none: give rate or total_weight",
+                help: "the weights of the jobs the pool is set up for, summed: a job gets capacity × weight / total_weight",
+            },
+        ],
+        sample: &[("total_weight", 10.0)],
+        build: |p| {
+            let rate = fixed_rate(p, "priority", ("total_weight", false), PRIORITY_CHOICES)?;
+            boxed(Priority::new(rate))
+        },
+        build_ops_bytes: None,
+    },
+    Spec {
+        name: "priority-share",
+        summary: "sluice's priority: the capacity by weight among the active jobs, no lending",
         requires: &[],
         limit_is_guarantee: false,
         params: &[],
-        build: |_| boxed(Priority),
+        sample: &[],
+        build: |_| boxed(PriorityShare),
         build_ops_bytes: None,
     },
     Spec {
@@ -212,22 +276,34 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
         build: |_| boxed(ProportionalSharing),
         build_ops_bytes: None,
     },
     Spec {
         name: "psfa",
-        summary: "PADLL's proportional sharing without false allocation",
+        summary: "PADLL's Algorithm 1: proportional sharing without false allocation, on usage",
         requires: &[JobField::Limit, JobField::Usage],
         limit_is_guarantee: false,
-        params: &[ParamSpec {
-            name: "epsilon",
-            default: "0.25",
-            help: "share of the usage-to-limit gap granted for growth",
-        }],
+        params: &[EPSILON],
+        sample: &[],
         build: |p| {
             boxed(Psfa::new(
-                p.number("epsilon")?.unwrap_or(Psfa::DEFAULT_EPSILON),
+                p.number(EPSILON.name)?.unwrap_or(Psfa::DEFAULT_EPSILON),
+            )?)
+        },
+        build_ops_bytes: None,
+    },
+    Spec {
+        name: "psfa-held",
+        summary: "sluice's PSFA: a job asking for its limit keeps it, leftover first to held jobs by rounds held",
+        requires: &[JobField::Limit, JobField::Usage, JobField::Arrivals],
+        limit_is_guarantee: false,
+        params: &[EPSILON],
+        sample: &[],
+        build: |p| {
+            boxed(PsfaHeld::new(
+                p.number(EPSILON.name)?.unwrap_or(Psfa::DEFAULT_EPSILON),
             )?)
         },
         build_ops_bytes: None,
@@ -238,15 +314,27 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
         build: |_| boxed(AdapTbf::new()),
         build_ops_bytes: None,
     },
     Spec {
-        name: "adaptbf-need",
-        summary: "AdapTBF variant: lends only what borrowers need, pays back what lenders lack",
+        name: "adaptbf-bounded",
+        summary: "sluice's AdapTBF: a debtor pays back no more than it owes after redistribution",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
+        build: |_| boxed(AdapTbf::new().bounded()),
+        build_ops_bytes: None,
+    },
+    Spec {
+        name: "adaptbf-need",
+        summary: "sluice's AdapTBF lending only what borrowers need, paying back what lenders lack",
+        requires: &[JobField::Arrivals],
+        limit_is_guarantee: false,
+        params: &[],
+        sample: &[],
         build: |_| boxed(AdapTbfNeed::new()),
         build_ops_bytes: None,
     },
@@ -256,6 +344,7 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
         build: |_| boxed(Set10::new()),
         build_ops_bytes: None,
     },
@@ -269,6 +358,7 @@ pub static ALGORITHMS: [Spec; 10] = [
             default: "true",
             help: "lend unused reservations to jobs that want more",
         }],
+        sample: &[],
         build: |p| {
             boxed(Reservations::new(
                 p.flag("work_conserving")?.unwrap_or(true),
@@ -282,10 +372,35 @@ pub static ALGORITHMS: [Spec; 10] = [
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
         params: &[],
+        sample: &[],
         build: |_| boxed(Drf),
         build_ops_bytes: Some(|_| Ok(Box::new(Drf))),
     },
 ];
+
+/// The fixed rate of `uniform` or `priority`: `rate`, or the capacity in parts (`jobs`,
+/// `total_weight`; a whole number when `parts.1`).
+fn fixed_rate(
+    p: &Params,
+    algorithm: &'static str,
+    parts: (&'static str, bool),
+    choices: &'static str,
+) -> Result<FixedRate, PolicyError> {
+    FixedRate::from_params(
+        algorithm,
+        p.number("rate")?,
+        p.number(parts.0)?,
+        parts,
+        choices,
+    )
+}
+
+/// PSFA's growth fraction, which `psfa` and `psfa-held` both take.
+const EPSILON: ParamSpec = ParamSpec {
+    name: "epsilon",
+    default: "0.25",
+    help: "share of the usage-to-limit gap granted for growth",
+};
 
 /// The algorithm called `name`.
 pub fn find(name: &str) -> Result<&'static Spec, PolicyError> {
@@ -312,8 +427,9 @@ mod tests {
         assert_eq!(
             unknown.as_deref(),
             Some(
-                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, \
-                 psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, \
+                 priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, \
+                 adaptbf-need, set10, reservations, drf)"
             )
         );
         let mut params = Params::new();
@@ -323,18 +439,51 @@ mod tests {
             bad.map(|e| e.to_string()).as_deref(),
             Some("params.epsilon: must be a number between 0 and 1")
         );
-        let bad = find("priority").and_then(|s| s.build(&params)).err();
+        let bad = find("priority-share").and_then(|s| s.build(&params)).err();
         assert_eq!(
             bad.map(|e| e.to_string()).as_deref(),
-            Some("params.epsilon: not a parameter of priority (it takes: interval_s)")
+            Some("params.epsilon: not a parameter of priority-share (it takes: interval_s)")
         );
     }
 
     #[test]
-    fn every_algorithm_builds_with_its_defaults() {
+    fn every_algorithm_builds_with_its_defaults_or_its_sample() {
         for spec in &ALGORITHMS {
-            assert!(spec.build(&Params::new()).is_ok(), "{}", spec.name);
+            let defaults = spec.build(&Params::new());
+            assert_eq!(defaults.is_ok(), spec.sample.is_empty(), "{}", spec.name);
+            assert!(spec.build(&spec.sample_params()).is_ok(), "{}", spec.name);
         }
+    }
+
+    #[test]
+    fn a_fixed_rate_is_given_exactly_one_way() {
+        let error = |name: &str, given: &[(&str, f64)]| {
+            let mut params = Params::new();
+            for &(param, value) in given {
+                params.set(param, ParamValue::Number(value));
+            }
+            find(name)
+                .and_then(|s| s.build(&params))
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(
+            error("uniform", &[]).as_deref(),
+            Some(
+                "params: uniform needs exactly one of rate (ops/s or bytes/s per job) or jobs \
+                 (the capacity / jobs)"
+            )
+        );
+        assert!(error("uniform", &[("rate", 1.0), ("jobs", 4.0)]).is_some());
+        assert_eq!(
+            error("uniform", &[("jobs", 2.5)]).as_deref(),
+            Some("params.jobs: must be a whole number ≥ 1")
+        );
+        assert_eq!(
+            error("priority", &[("total_weight", 0.0)]).as_deref(),
+            Some("params.total_weight: must be a finite number > 0")
+        );
+        assert_eq!(error("priority", &[("rate", 1000.0)]), None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the code.
 
 use sluice_policy::algo::{
-    Drf, Priority, ProportionalSharing, Reservations, StaticLimits, Uniform,
+    Drf, FixedRate, Priority, PriorityShare, ProportionalSharing, Reservations, StaticLimits,
+    Uniform, UniformShare,
 };
 use sluice_policy::{Allocator, Observation, OpsBytes, Round};
 
@@ -30,27 +31,74 @@ fn static_gives_each_job_its_limit_even_beyond_capacity() {
 }
 
 #[test]
-fn uniform_splits_equally_or_gives_the_fixed_rate() {
+fn uniform_holds_every_job_to_one_fixed_rate_even_alone() {
     let jobs = jobs(&[0.0; 4], &[0.0; 4]);
-    let mut equal = Uniform::new(None).expect("no rate");
-    assert_eq!(allocate(&mut equal, 110_000.0, &jobs), vec![27_500.0; 4]);
-    let mut fixed = Uniform::new(Some(20_000.0)).expect("valid rate");
+    // PADLL's §5.3: Max_R = 110 kops/s for four jobs, 27.5 kops/s each.
+    let mut quarter = Uniform::new(FixedRate::Parts(4.0));
+    assert_eq!(allocate(&mut quarter, 110_000.0, &jobs), vec![27_500.0; 4]);
+    assert_eq!(
+        allocate(&mut quarter, 110_000.0, &jobs[..1]),
+        vec![27_500.0]
+    );
+    let mut fixed = Uniform::new(FixedRate::Rate(20_000.0));
     assert_eq!(allocate(&mut fixed, 110_000.0, &jobs), vec![20_000.0; 4]);
 }
 
 #[test]
-fn priority_shares_by_weight() {
-    let jobs: Vec<Observation> = [1.0, 1.0, 3.0, 5.0]
+fn uniform_share_splits_the_pool_among_the_active_jobs() {
+    let jobs = jobs(&[0.0; 4], &[0.0; 4]);
+    assert_eq!(
+        allocate(&mut UniformShare, 110_000.0, &jobs),
+        vec![27_500.0; 4]
+    );
+    assert_eq!(
+        allocate(&mut UniformShare, 110_000.0, &jobs[..1]),
+        vec![110_000.0]
+    );
+}
+
+/// Jobs `a`, `b`, … with these weights.
+fn weighted(weights: &[f64]) -> Vec<Observation> {
+    weights
         .iter()
         .zip(["a", "b", "c", "d"])
         .map(|(&w, id)| Observation {
             weight: Some(w),
             ..Observation::new(id, 0.0, 0.0, 0.0)
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn priority_holds_each_job_to_its_weight_of_the_pool_set_up_for_even_alone() {
+    // PADLL's Table 1, scenario 3: 40, 25, 30 and 15 kops/s of 110; job4 alone keeps 15.
+    let jobs = weighted(&[40.0, 25.0, 30.0, 15.0]);
+    let mut priority = Priority::new(FixedRate::Parts(110.0));
     assert_eq!(
-        allocate(&mut Priority, 110_000.0, &jobs),
+        allocate(&mut priority, 110_000.0, &jobs),
+        vec![40_000.0, 25_000.0, 30_000.0, 15_000.0]
+    );
+    assert_eq!(
+        allocate(&mut priority, 110_000.0, &jobs[3..]),
+        vec![15_000.0]
+    );
+    let mut per_weight = Priority::new(FixedRate::Rate(1_000.0));
+    assert_eq!(
+        allocate(&mut per_weight, 110_000.0, &jobs[3..]),
+        vec![15_000.0]
+    );
+}
+
+#[test]
+fn priority_share_divides_the_pool_by_weight_among_the_active_jobs() {
+    let jobs = weighted(&[1.0, 1.0, 3.0, 5.0]);
+    assert_eq!(
+        allocate(&mut PriorityShare, 110_000.0, &jobs),
         vec![11_000.0, 11_000.0, 33_000.0, 55_000.0]
+    );
+    assert_eq!(
+        allocate(&mut PriorityShare, 110_000.0, &jobs[3..]),
+        vec![110_000.0]
     );
 }
 

@@ -1,6 +1,6 @@
 //! The scenarios of the papers the algorithms follow, number for number.
 
-use sluice_policy::algo::{AdapTbf, AdapTbfNeed, ProportionalSharing, Psfa};
+use sluice_policy::algo::{AdapTbf, AdapTbfNeed, ProportionalSharing, Psfa, PsfaHeld};
 use sluice_policy::{Allocator, Observation, Round};
 
 /// PADLL's per-job QoS setting (Table 1): a metadata server taking Max_R = 110 kops/s
@@ -94,29 +94,53 @@ fn padll_psfa_when_a_job_ends_the_others_share_its_rate_by_usage() {
     assert_eq!(psfa(&[("job4", 40_000.0)]), vec![MAX_R]);
 }
 
-#[test]
-fn psfa_a_job_that_asked_for_its_reservation_keeps_it_through_a_dip() {
-    // job1 is held at its 15 kops/s and asks for more, but a descheduled interval
-    // admitted only 14: the paper's rule would cut it to 14.25 and spread the rest by
-    // usage; sluice sees the 20 it asked for and keeps its reservation.
+/// job1 held at its 15 kops/s asks for 20, but a descheduled interval admitted only 14.
+fn job1_dipped_while_asking_for_more() -> Vec<Observation> {
     let mut jobs = padll_jobs(&DEMANDS);
     jobs[0].usage = 14_000.0;
     jobs[0].arrivals = 20_000.0;
+    jobs
+}
+
+#[test]
+fn padll_psfa_reads_usage_alone_so_a_dip_costs_a_job_part_of_its_limit() {
+    // Algorithm 1 sees usage 14 ≤ 15: job1 is given 14 + 0.25·1 = 14.25, and the 0.75
+    // left go to all by usage (14:25:30:40), whatever job1 asked for.
+    let jobs = job1_dipped_while_asking_for_more();
     let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let more = |used: f64| 750.0 * used / 109_000.0;
+    assert_close(
+        &rates,
+        &[
+            14_250.0 + more(14_000.0),
+            25_000.0 + more(25_000.0),
+            30_000.0 + more(30_000.0),
+            40_000.0 + more(40_000.0),
+        ],
+    );
+}
+
+#[test]
+fn psfa_held_a_job_that_asked_for_its_reservation_keeps_it_through_a_dip() {
+    // The same interval: psfa-held sees the 20 job1 asked for and keeps its reservation.
+    let jobs = job1_dipped_while_asking_for_more();
+    let rates = PsfaHeld::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
     assert_eq!(rates, vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
 }
 
 #[test]
-fn psfa_gives_what_is_left_first_to_a_job_that_asked_for_more() {
-    // As in the test above where job1 dips to 5 kops/s and is held at 7.5, but job4 asks
-    // for 60 while held to its 40: the 7.5 left go to job4, not 1:5:6:8 to all, where
-    // jobs 1–3 would leave them unused again.
+fn psfa_held_gives_what_is_left_first_to_a_job_that_asked_for_more() {
+    // job1 dips to 5 kops/s and is held at 7.5, and job4 asks for 60 while held to its
+    // 40: the 7.5 left go to job4, not 1:5:6:8 to all (as `psfa` gives them), where jobs
+    // 1–3 would leave them unused again.
     let mut jobs = job1_dipped_and_job4_asking_for_60();
-    let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let rates = PsfaHeld::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
     assert_eq!(rates, vec![7_500.0, 25_000.0, 30_000.0, 47_500.0]);
+    let published = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    assert_eq!(published, vec![7_875.0, 26_875.0, 32_250.0, 43_000.0]);
     // What it cannot use (it asked for 2 more) goes to all by usage, as in the paper.
     jobs[3].arrivals = 42_000.0;
-    let rates = Psfa::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
+    let rates = PsfaHeld::default().allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
     let more = |used: f64| 5_500.0 * used / 100_000.0;
     assert_close(
         &rates,
@@ -130,12 +154,12 @@ fn psfa_gives_what_is_left_first_to_a_job_that_asked_for_more() {
 }
 
 #[test]
-fn psfa_gives_more_of_what_is_left_to_a_job_held_longer() {
+fn psfa_held_gives_more_of_what_is_left_to_a_job_held_longer() {
     // Job4 has asked for more than its 40 kops/s for four rounds; job3 asks for more in
     // the fifth only (a backlog after a lull, say). The 7.5 kops/s job1 leaves go to
     // them by usage times the rounds each has been held: 30·1 against 40·5.
     let mut jobs = job1_dipped_and_job4_asking_for_60();
-    let mut psfa = Psfa::default();
+    let mut psfa = PsfaHeld::default();
     for _ in 0..4 {
         psfa.allocate(&Round::new(MAX_R, 1.0, &jobs).expect("valid round"));
     }
@@ -294,4 +318,62 @@ fn adaptbf_need_a_lender_is_paid_back_when_it_needs_its_tokens() {
     assert_eq!(need_records(&tbf), vec![0, 0, 0, 0]);
     let rates = adaptbf_step(&mut tbf, [600.0, 100.0, 300.0, 600.0]);
     assert_eq!(rates, vec![100.0, 100.0, 300.0, 500.0]);
+}
+
+/// The input of docs/examples/alloc-psfa.json: (id, limit, usage, arrivals) per interval.
+const ALLOC_PSFA_EXAMPLE: [&[(&str, f64, f64, f64)]; 3] = [
+    &[
+        ("j1", 15_000.0, 15_000.0, 15_000.0),
+        ("j2", 25_000.0, 25_000.0, 26_000.0),
+        ("j3", 30_000.0, 30_000.0, 30_000.0),
+        ("j4", 40_000.0, 40_000.0, 52_000.0),
+    ],
+    &[
+        ("j1", 15_000.0, 5_000.0, 5_000.0),
+        ("j2", 25_000.0, 25_000.0, 26_000.0),
+        ("j3", 30_000.0, 30_000.0, 30_000.0),
+        ("j4", 40_000.0, 40_000.0, 52_000.0),
+    ],
+    &[
+        ("j2", 25_000.0, 25_000.0, 26_000.0),
+        ("j3", 30_000.0, 30_000.0, 30_000.0),
+        ("j4", 40_000.0, 40_000.0, 52_000.0),
+    ],
+];
+
+#[test]
+fn psfa_and_psfa_held_on_the_worked_example_of_the_docs() {
+    let mut published = Psfa::default();
+    let mut held = PsfaHeld::default();
+    let mut rates = (Vec::new(), Vec::new());
+    for interval in ALLOC_PSFA_EXAMPLE {
+        let jobs: Vec<Observation> = interval
+            .iter()
+            .map(|&(id, limit, usage, arrivals)| Observation::new(id, limit, usage, arrivals))
+            .collect();
+        let round = Round::new(MAX_R, 1.0, &jobs).expect("valid round");
+        rates.0.push(published.allocate(&round));
+        rates.1.push(held.allocate(&round));
+    }
+    let left = |used: f64, of: f64, share: f64| share * used / of;
+    assert_eq!(rates.0[0], vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+    assert_eq!(rates.0[1], vec![7_875.0, 26_875.0, 32_250.0, 43_000.0]);
+    assert_close(
+        &rates.0[2],
+        &[
+            25_000.0 + left(25.0, 95.0, 15_000.0),
+            30_000.0 + left(30.0, 95.0, 15_000.0),
+            40_000.0 + left(40.0, 95.0, 15_000.0),
+        ],
+    );
+    assert_eq!(rates.1[0], vec![15_000.0, 25_000.0, 30_000.0, 40_000.0]);
+    assert_close(&rates.1[1], &[7_500.0, 26_000.0, 30_000.0, 46_500.0]);
+    assert_close(
+        &rates.1[2],
+        &[
+            26_000.0 + left(25.0, 95.0, 2_000.0),
+            30_000.0 + left(30.0, 95.0, 2_000.0),
+            52_000.0 + left(40.0, 95.0, 2_000.0),
+        ],
+    );
 }

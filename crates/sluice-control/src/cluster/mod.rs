@@ -24,8 +24,8 @@
 //!   `allocationᵢ = f + algorithm(Round::new(max(C − H − F, 0), interval_s, obs))ᵢ`
 //!
 //!   (when nothing is left, the algorithm is not run and `allocationᵢ = f`). With
-//!   psfa, psharing, priority and the default uniform the allocations and `H` sum to
-//!   exactly `C`; with the others to at most `C`. They exceed it only while
+//!   psfa, psfa-held, psharing, priority-share and uniform-share the allocations and
+//!   `H` sum to exactly `C`; with the others to at most `C`. They exceed it only while
 //!   disconnected nodes hold more than `C − F`, by at most `F`: the floor is kept so
 //!   that no job is starved.
 //!
@@ -41,7 +41,7 @@
 //! setting (`period` in the configuration), else none (`set10` then detects it).
 //! A setting for one pool beats the job's setting for every pool, field by field.
 //!
-//! `static`, and `uniform` with a fixed rate, may hand out more than they are given:
+//! `static`, `uniform` and `priority` (fixed rates) may hand out more than they are given:
 //! that is what the administrator asked for, and it is passed on unchanged.
 //!
 //! ## Splitting a job among its nodes

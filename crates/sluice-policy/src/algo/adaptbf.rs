@@ -5,11 +5,13 @@
 //! allocation by priority, (1)–(2); the surplus redistributed to *every* active job by
 //! distribution factor, (3)–(8); the lenders re-compensated from the borrowers,
 //! (9)–(20). Each step hands out whole tokens and carries every job's fraction forward,
-//! (21)–(25). Where the text of the paper (converted from PDF) is ambiguous, the reading
-//! taken is said where it matters here and in `docs/algorithms.md`.
+//! (21)–(25). Where the text of the paper (converted from PDF) is ambiguous, or where the
+//! printed equations break, the reading taken is said where it matters here and in
+//! `docs/algorithms.md`.
 //!
-//! sluice's first AdapTBF, which lends only what borrowers need, is kept as
-//! [`super::AdapTbfNeed`] (`adaptbf-need`).
+//! The same type, [`AdapTbf::bounded`], is sluice's `adaptbf-bounded`: (14) also bounded
+//! by the debt left after redistribution. sluice's first AdapTBF, which lends only what
+//! borrowers need, is kept as [`super::AdapTbfNeed`] (`adaptbf-need`).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +36,9 @@ const SLACK: f64 = 1e-9;
 pub struct AdapTbf {
     /// Intervals allocated so far: tells whether a job was active in the previous one.
     interval: u64,
+    /// Whether (14) is also bounded by |r_RD|, the debt left after redistribution
+    /// (`adaptbf-bounded`), not only by |r| as printed.
+    bounded: bool,
     jobs: BTreeMap<String, Ledger>,
     /// Whether to keep [`AdapTbf::last_interval`]; off by default so that the control
     /// plane does not pay for a copy of every job's figures that it never reads.
@@ -133,6 +138,16 @@ impl AdapTbf {
         AdapTbf {
             tracing: true,
             ..AdapTbf::default()
+        }
+    }
+
+    /// sluice's `adaptbf-bounded`: a debtor pays back at most what it still owes after
+    /// this interval's redistribution, min(|r|, |r_RD|, ⌊C·α_RD⌋) in (14), so that one
+    /// that lent in the redistribution is never paid back past zero into a creditor.
+    pub fn bounded(self) -> Self {
+        AdapTbf {
+            bounded: true,
+            ..self
         }
     }
 
@@ -310,16 +325,20 @@ impl Allocator for AdapTbf {
             .map(|k| priority[k] * (utilisation[k].max(1.0) + (1.0 - future[k]).max(0.0)) / 2.0)
             .sum();
         let coefficient = coefficient_uncapped.min(1.0);
-        // (14): bounded by the debt. The paper bounds it by |r| before redistribution;
-        // sluice also by |r_RD|, so that a debtor that lent in this interval's
+        // (14): bounded by the debt |r| before redistribution, as printed; the bounded
+        // variant also by |r_RD|, so that a debtor that lent in this interval's
         // redistribution is never paid back past zero into a creditor.
         let reclaim: Vec<f64> = (0..active.len())
             .map(|k| match side[k] {
-                Side::Debtor => ledgers[k]
-                    .record
-                    .abs()
-                    .min(record_rd[k].abs())
-                    .min((coefficient * alpha_rd[k] as f64 + SLACK).floor()),
+                Side::Debtor => {
+                    let debt = ledgers[k].record.abs();
+                    let debt = if self.bounded {
+                        debt.min(record_rd[k].abs())
+                    } else {
+                        debt
+                    };
+                    debt.min((coefficient * alpha_rd[k] as f64 + SLACK).floor())
+                }
                 _ => 0.0,
             })
             .collect();
@@ -557,6 +576,35 @@ mod tests {
         assert_eq!((record(&tbf, "x"), record(&tbf, "y")), (0.0, 0.0));
         // Interval 5: nobody owes anything: the priority shares.
         assert_eq!(run(&mut tbf, 120.0, 120.0), vec![50, 50]);
+    }
+
+    #[test]
+    fn a_debtor_that_lends_is_paid_back_by_its_debt_before_redistribution() {
+        // Interval 1 as above: x owes y 39. Interval 2: x asks for only 30 of its 50
+        // and lends 20 (u_x = 30/89, DF_x = 15/89); y asks for 120 (u_y = 120/11, DF_y =
+        // 1.5·120/11). Of the 20, x gets 0.2 back: α_RD = 30, 70; r_RD,x = −19.2,
+        // r_RD,y = +19.2. J₊ = {y}, J₋ = {x}; C = 0.5·(120/11)/2 = 2.7, capped at 1.
+        // (14) as printed: T_R = min(|r| = 39, ⌊1·30⌋ = 30) = 30, so x gives all its 30
+        // tokens and ends a creditor of 10.8; bounded by |r_RD| = 19.2 as well, it gives
+        // 19.2 and its debt is settled.
+        let run = |tbf: &mut AdapTbf| {
+            step(tbf, 100.0, &[("x", 1, 130.0), ("y", 1, 10.0)]);
+            step(tbf, 100.0, &[("x", 1, 30.0), ("y", 1, 120.0)])
+        };
+        let mut printed = AdapTbf::traced();
+        assert_eq!(run(&mut printed), vec![0, 100]);
+        let debt = 39.0 - 20.0 + 20.0 * (15.0 / 89.0) / (15.0 / 89.0 + 1.5 * 120.0 / 11.0);
+        assert_eq!(trace(&printed, "x").side, Side::Debtor);
+        assert!(close(trace(&printed, "x").record_redistributed, -debt));
+        assert_eq!(printed.last_interval().map(|l| l.reclaimed), Some(30.0));
+        assert!(close(record(&printed, "x"), 30.0 - debt));
+        let mut bounded = AdapTbf::traced().bounded();
+        assert_eq!(run(&mut bounded), vec![11, 89]);
+        assert!(close(
+            bounded.last_interval().map_or(0.0, |l| l.reclaimed),
+            debt
+        ));
+        assert_eq!((record(&bounded, "x"), record(&bounded, "y")), (0.0, 0.0));
     }
 
     #[test]

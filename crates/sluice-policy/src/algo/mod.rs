@@ -6,23 +6,29 @@ pub mod adaptbf;
 pub mod adaptbf_need;
 pub mod drf;
 pub mod priority;
+pub mod priority_share;
 pub mod psfa;
+pub mod psfa_held;
 pub mod psharing;
 pub mod reservations;
 pub mod set10;
 pub mod static_limits;
 pub mod uniform;
+pub mod uniform_share;
 
 pub use adaptbf::AdapTbf;
 pub use adaptbf_need::AdapTbfNeed;
 pub use drf::Drf;
 pub use priority::Priority;
+pub use priority_share::PriorityShare;
 pub use psfa::Psfa;
+pub use psfa_held::PsfaHeld;
 pub use psharing::ProportionalSharing;
 pub use reservations::Reservations;
 pub use set10::Set10;
 pub use static_limits::StaticLimits;
-pub use uniform::Uniform;
+pub use uniform::{FixedRate, Uniform};
+pub use uniform_share::UniformShare;
 
 /// A control algorithm: divides a pool among the jobs active in one interval.
 ///

@@ -54,8 +54,9 @@ fn pool_set_refuses_without_changing_anything() {
     let none: &[&str] = &[];
     assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none)),
-        "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, priority, \
-         psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
+        "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, \
+         uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
+         adaptbf-bounded, adaptbf-need, set10, reservations, drf)"
     );
     assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"])),

@@ -82,7 +82,8 @@ fn pool_errors_say_which_pool_which_field_and_why() {
     assert_eq!(
         pool_error("capacity = \"1k/s\"\nalgorithm = \"fifo\""),
         "config:4: pool[1] \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, \
-         uniform, priority, psharing, psfa, adaptbf, adaptbf-need, set10, reservations, drf)"
+         uniform, uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
+         adaptbf-bounded, adaptbf-need, set10, reservations, drf)"
     );
     let cases = [
         (
