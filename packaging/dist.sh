@@ -35,7 +35,7 @@ if [[ $(python3 -m ziglang version 2>/dev/null) != "$zig_version" ]]; then
     python3 -m pip install -q "ziglang==$zig_version" ||
         python3 -m pip install -q --break-system-packages "ziglang==$zig_version"
 fi
-if [[ $(cargo zigbuild --version 2>/dev/null) != "cargo-zigbuild $zigbuild_version" ]]; then
+if [[ $(cargo-zigbuild --version 2>/dev/null) != "cargo-zigbuild $zigbuild_version" ]]; then
     echo "dist: installing cargo-zigbuild $zigbuild_version"
     cargo install -q --locked "cargo-zigbuild@$zigbuild_version"
 fi
