@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench experiments docs dist clean
+.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench experiments docs dist deb rpm clean
 
 all: build
 
@@ -60,6 +60,14 @@ experiments: build
 ## A release tarball for the nodes sites have (glibc 2.17 and later): target/dist/.
 dist:
 	bash packaging/dist.sh
+
+## Packages of that release (nfpm): the binary, the stage and the SPANK plugin in
+## /usr/lib/sluice, systemd units, /etc/sluice, man pages, completions: target/dist/.
+deb: dist
+	bash packaging/package.sh deb
+
+rpm: dist
+	bash packaging/package.sh rpm
 
 ## Regenerate docs/operations.md from the hook table.
 docs:

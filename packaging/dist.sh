@@ -4,12 +4,14 @@
 # Builds sluice, the stage and the SPANK plugin for x86_64-unknown-linux-gnu against
 # glibc 2.17 with cargo-zigbuild (zig from PyPI's ziglang; both installed here when
 # missing), checks that no symbol of the stage or the plugin needs a newer glibc
-# (objdump -T), packs the binaries, systemd units, example configs and docs, then checks
-# that the packed `sluice run` works from the unpacked tarball on this machine.
+# (objdump -T), packs the binaries, man pages, completions, systemd units, example
+# configs and docs, then checks that the packed `sluice run` works from the unpacked
+# tarball on this machine. `make deb` and `make rpm` (packaging/package.sh) package what
+# it built.
 #
-# Layout: sluice-VERSION-x86_64-linux-glibc2.17/
+# Layout: sluice-VERSION-x86_64-linux-glibc2.17/ as packaging/tree.sh lays it out:
 #   bin/sluice -> ../lib/sluice/sluice   lib/sluice/{sluice,libsluice_stage.so,libsluice_spank.so}
-#   systemd/  etc/  docs/  README.md
+#   share/man/man1/  share/completions/  systemd/  etc/  docs/  README.md
 # Environment: SLUICE_SLURM_VERSION (the Slurm release the plugin is for, e.g. 23.11).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,18 +22,22 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 name=sluice-$version-x86_64-linux-glibc$glibc
 out=$root/target/dist
 
-# Tools: zig (PyPI's ziglang, run as `python3 -m ziglang`) and cargo-zigbuild.
-if ! python3 -m ziglang version >/dev/null 2>&1; then
-    echo "dist: installing zig (PyPI ziglang)"
+# Tools, pinned to full versions (cargo install refuses a partial one such as 0.24):
+# zig from PyPI's ziglang (run as `python3 -m ziglang`) and cargo-zigbuild. Installed when
+# missing or at another version, so every machine builds with the same linker.
+zig_version=0.14.1
+zigbuild_version=0.24.1
+if [[ $(python3 -m ziglang version 2>/dev/null) != "$zig_version" ]]; then
+    echo "dist: installing zig $zig_version (PyPI ziglang)"
     if ! python3 -m pip --version >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
     fi
-    python3 -m pip install -q 'ziglang>=0.13,<0.16' ||
-        python3 -m pip install -q --break-system-packages 'ziglang>=0.13,<0.16'
+    python3 -m pip install -q "ziglang==$zig_version" ||
+        python3 -m pip install -q --break-system-packages "ziglang==$zig_version"
 fi
-if ! cargo zigbuild --help >/dev/null 2>&1; then
-    echo "dist: installing cargo-zigbuild"
-    cargo install -q --locked cargo-zigbuild@0.24
+if [[ $(cargo-zigbuild --version 2>/dev/null) != "cargo-zigbuild $zigbuild_version" ]]; then
+    echo "dist: installing cargo-zigbuild $zigbuild_version"
+    cargo install -q --locked "cargo-zigbuild@$zigbuild_version"
 fi
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 
@@ -56,12 +62,7 @@ for lib in libsluice_stage.so libsluice_spank.so; do
 done
 
 stage=$out/$name
-rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib/sluice"
-cp "$built/sluice" "$built/libsluice_stage.so" "$built/libsluice_spank.so" "$stage/lib/sluice/"
-ln -s ../lib/sluice/sluice "$stage/bin/sluice"
-cp -r packaging/systemd packaging/etc "$stage/"
-cp -r docs "$stage/docs"
-cp README.md "$stage/"
+bash packaging/tree.sh "$built" "$stage"
 tar -C "$out" -czf "$out/$name.tar.gz" "$name"
 echo "dist: $out/$name.tar.gz ($(du -h "$out/$name.tar.gz" | cut -f1))"
 

@@ -2,7 +2,7 @@
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
 # made caller of vfork, memfd and large reads), openssl, Prometheus, tmux, Slurm with
-# munge, and Chromium. The conformance suites install their own.
+# munge, Chromium, and the packaging tools. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -22,6 +22,16 @@ command -v munged >/dev/null || missing+=(munge)
 [[ -f /usr/include/slurm/slurm_version.h ]] || missing+=(libslurm-dev)
 # The live dashboard is tested in a real headless browser (tests/dashboard_browser.rs).
 command -v chromium >/dev/null || missing+=(chromium)
+# The packages are built and checked (tests/packages.rs): rpm lists the .rpm, lintian
+# checks the .deb, dpkg-deb (dpkg) unpacks it; packaging/package.sh installs nfpm with Go.
+command -v rpm >/dev/null || missing+=(rpm)
+command -v lintian >/dev/null || missing+=(lintian)
+command -v dpkg-deb >/dev/null || missing+=(dpkg)
+if ! command -v go >/dev/null; then
+    # Debian 12's golang-go (1.19) is too old for nfpm, which needs Go 1.25.
+    echo "tests/deps.sh: missing Go 1.25 or later (https://go.dev/dl/), for nfpm (packaging/package.sh)" >&2
+    exit 1
+fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2

@@ -156,7 +156,8 @@ pub struct GlobalArgs {
     /// The gRPC address for locals and admin commands, e.g. 0.0.0.0:7401.
     #[arg(long, value_name = "ADDR")]
     listen: SocketAddr,
-    /// The JSON API (and later metrics and the dashboard), e.g. 127.0.0.1:7402.
+    /// HTTP: the JSON API under /api/v1, /metrics for Prometheus and the live dashboard,
+    /// e.g. 127.0.0.1:7402.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// Configuration (TOML). Never written: admin changes are kept in --state-dir, and

@@ -12,6 +12,7 @@ mod client;
 mod daemons;
 mod demo;
 mod experiment;
+mod generate;
 mod identity;
 mod load;
 mod replay;
@@ -66,6 +67,9 @@ enum Command {
     Bench(bench::BenchCmd),
     Demo(demo::DemoArgs),
     Top(top::TopArgs),
+    /// Man pages and shell completions, for packagers.
+    #[command(subcommand, hide = true)]
+    Generate(generate::GenerateCmd),
 }
 
 /// Bad input: reported with exit code 2.
@@ -100,6 +104,7 @@ fn main() {
         Command::Bench(c) => c.run(),
         Command::Demo(a) => a.run(),
         Command::Top(a) => a.run(),
+        Command::Generate(c) => c.run(),
     };
     let code = match result {
         Ok(code) => code,
