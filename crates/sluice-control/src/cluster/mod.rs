@@ -80,6 +80,7 @@
 
 mod auto;
 mod compute;
+mod history;
 mod pool_map;
 mod registry;
 #[cfg(test)]
@@ -96,6 +97,7 @@ use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
 pub use auto::{AutoCapacity, AutoState};
+pub use history::{History, Series};
 use pool_map::PoolMap;
 pub use view::{JobView, NodeView, PoolView, ShareView};
 
@@ -389,6 +391,8 @@ pub struct Cluster {
     layout: u64,
     /// The placements grouped by job at `layout`, by the last compute.
     grouping: Grouping,
+    /// The last hour of figures, for views.
+    history: History,
 }
 
 /// The placements of a cycle grouped by job (see `compute`), kept while the layout holds.
