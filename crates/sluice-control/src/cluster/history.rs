@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::Cluster;
+use super::view::sum;
 
 /// The window kept, seconds.
 pub const WINDOW_S: f64 = 3600.0;
@@ -195,8 +196,8 @@ impl Cluster {
             return;
         }
         for (name, pool) in &self.pools {
-            let allocated = pool.shares.iter().map(|(_, s)| s.allocation).sum();
-            let used = pool.shares.iter().map(|(_, s)| s.rate).sum();
+            let allocated = sum(pool.shares.iter().map(|(_, s)| s.allocation));
+            let used = sum(pool.shares.iter().map(|(_, s)| s.rate));
             self.history
                 .pool(cycle, name, [pool.capacity(), allocated, used]);
             for (job, share) in &pool.shares {
