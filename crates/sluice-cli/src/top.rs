@@ -297,7 +297,7 @@ fn draw(f: &mut Frame, s: Option<&Snapshot>, error: Option<&str>, view: &View) {
 /// and for any rate the views print (`1023MiB/s`), so that 80 columns cut nothing but
 /// long node lists; wider terminals give the names and nodes the room.
 const JOB_COLUMNS: [(&str, Constraint); 8] = [
-    ("JOB", Constraint::Min(10)),
+    ("JOB", Constraint::Min(12)),
     ("USER", Constraint::Min(8)),
     ("POOL", Constraint::Min(8)),
     ("DEMAND", Constraint::Length(9)),
