@@ -306,24 +306,19 @@ fn start_global(dir: &std::path::Path, extra: &[&str]) -> (Daemon, u16, String) 
     (global, port, url)
 }
 
-/// The global's cycle as `sluice status --server` prints it, and the wall clock's cycle of
-/// `interval_ms` at that moment.
+/// The global's cycle as `sluice status --server --json` gives it, and the wall clock's
+/// cycle of `interval_ms` at that moment.
 fn global_cycle(url: &str, interval_ms: u64) -> Option<(u64, u64)> {
     let o = Command::new(sluice_bin())
-        .args(["status", "--server", url])
+        .args(["status", "--json", "--server", url])
         .output()
         .ok()?;
-    let text = String::from_utf8_lossy(&o.stdout);
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
     let wall_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
-    let cycle = text
-        .split("cycle ")
-        .nth(1)?
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?;
-    Some((cycle.parse().ok()?, wall_ms / interval_ms))
+    Some((status["cycle"].as_u64()?, wall_ms / interval_ms))
 }
 
 /// A SIGHUP that changes the global's interval, longer then shorter: its cycles go on in

@@ -1,6 +1,7 @@
 //! The live dashboard: the page is served whole by the controller (nothing fetched from
 //! elsewhere), and its event stream sends a snapshot at least every second in which both
-//! running jobs move and stay within their allocations.
+//! running jobs move and stay within their allocations; the history, asked afterwards,
+//! holds a point for every cycle the stream showed.
 
 mod common;
 
@@ -49,6 +50,7 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
     let mut last_at = Instant::now();
     let mut longest_gap = Duration::ZERO;
     let mut rates: Vec<(f64, f64, f64, f64)> = Vec::new();
+    let mut cycles: Option<(u64, u64)> = None;
     while start.elapsed() < Duration::from_secs(5) {
         let line = lines
             .next()
@@ -76,7 +78,50 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
         };
         if let (Some(a), Some(b)) = (share("A"), share("B")) {
             rates.push((a.0, a.1, b.0, b.1));
+            let cycle = v["status"]["cycle"].as_u64().unwrap();
+            cycles = Some(cycles.map_or((cycle, cycle), |(first, _)| (first, cycle)));
         }
+    }
+    // Asked now, the history holds every cycle the stream showed both jobs in, and more.
+    let mut answer = String::new();
+    request(http, "/api/v1/history")
+        .read_to_string(&mut answer)
+        .unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let history: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(history["interval_s"], 0.5, "{history}");
+    let (first, last) = cycles.expect("no snapshot with both jobs");
+    let md = &history["pools"]["md"];
+    let end_cycle = (md["end"].as_f64().unwrap() / 0.5).round() as u64;
+    assert!(
+        end_cycle >= last,
+        "the history ends at {end_cycle}, before {last}"
+    );
+    let figures = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    assert!(
+        figures(&md["capacity"]).iter().all(|&c| c == 3000.0),
+        "{md}"
+    );
+    for job in ["A", "B"] {
+        let (rate, allocation) = (
+            figures(&md["jobs"][job]["rate"]),
+            figures(&md["jobs"][job]["allocation"]),
+        );
+        assert!(
+            rate.len() as u64 > last - first && rate.len() == allocation.len(),
+            "{job}: {} points for cycles {first}..={last}: {md}",
+            rate.len()
+        );
+        assert!(
+            rate.iter().chain(&allocation).all(|f| f.is_finite()),
+            "{md}"
+        );
     }
     for j in &mut jobs {
         assert!(j.wait().unwrap().success());

@@ -1,8 +1,8 @@
 //! The live dashboard in a real browser: headless Chromium (Debian's `chromium`, installed
-//! by tests/deps.sh) loads the page from a running controller while two jobs share a
-//! pool, and the page's own plot data (`#state`, what its canvases draw) must show both
-//! jobs' lines moving under their allocations. A screenshot is kept in
-//! experiments/dashboard/dashboard.png.
+//! by tests/deps.sh) opens the page from a running controller after two jobs have shared a
+//! pool for some cycles, and the page's own plot data (`#state`, what its canvases draw)
+//! must hold those cycles at its first snapshot, then show both jobs' lines moving under
+//! their allocations. A screenshot is kept in experiments/dashboard/dashboard.png.
 
 mod common;
 
@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::daemons::{daemon_dir, dashboard_local, two_stat_jobs};
+use common::daemons::{daemon_dir, dashboard_local, two_stat_jobs, wait_for};
 use common::{Scratch, path_str, tmp_dir, workspace};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -137,23 +137,52 @@ impl Tab {
     }
 }
 
+/// How many points the controller's history holds for `job` in pool `md`.
+fn history_points(addr: &str, job: &str) -> usize {
+    let mut s = TcpStream::connect(addr).expect("connect to the dashboard");
+    write!(s, "GET /api/v1/history HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let history: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    history["pools"]["md"]["jobs"][job]["rate"]
+        .as_array()
+        .map_or(0, Vec::len)
+}
+
 #[test]
-fn chromium_shows_both_jobs_moving_under_their_allocations() {
+fn chromium_draws_the_history_at_once_and_both_jobs_moving_under_their_allocations() {
     let dir = daemon_dir();
     let (local, addr) = dashboard_local(dir.path());
     let browser = Browser::start();
-    let mut tab = browser.open(&format!("http://{addr}/"));
     let s = Scratch::new();
     let (out_a, out_b) = (tmp_dir(), tmp_dir());
-    let mut jobs = two_stat_jobs(&local, &s.file, [out_a.path(), out_b.path()], "8000");
-    // Until both lines hold 8 points (4 s of snapshots at 500 ms), or 20 s.
-    let start = Instant::now();
+    let mut jobs = two_stat_jobs(&local, &s.file, [out_a.path(), out_b.path()], "9000");
+    // The page is opened once the controller holds 8 cycles of both (4 s at 500 ms).
+    let held = wait_for(Duration::from_secs(10), || {
+        ["A", "B"].iter().all(|j| history_points(&addr, j) >= 8)
+    });
+    assert!(held, "the history never held 8 points of both jobs");
+    let before = history_points(&addr, "A").min(history_points(&addr, "B"));
+    let mut tab = browser.open(&format!("http://{addr}/"));
+    let points = |st: &Value, key: &str| st["series"][key].as_array().map_or(0, Vec::len);
     let mut state = Value::Null;
-    let enough = |st: &Value| {
-        ["md/A", "md/B"]
-            .iter()
-            .all(|k| st["series"][k].as_array().is_some_and(|p| p.len() >= 8))
-    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) && state["snapshots"].as_u64().is_none() {
+        std::thread::sleep(Duration::from_millis(100));
+        state = tab.state().unwrap_or(Value::Null);
+    }
+    // At the first snapshot drawn, all the cycles before the page was opened.
+    for key in ["md/A", "md/B"] {
+        assert!(
+            points(&state, key) >= before,
+            "{key}: {} points at the first snapshot, {before} held before: {state}",
+            points(&state, key)
+        );
+    }
+    let at_open = state["snapshots"].clone();
+    // Then until both lines hold 6 more points than when opened, or 20 s.
+    let enough = |st: &Value| ["md/A", "md/B"].iter().all(|k| points(st, k) >= before + 6);
     while start.elapsed() < Duration::from_secs(20) && !enough(&state) {
         std::thread::sleep(Duration::from_millis(500));
         state = tab.state().unwrap_or(Value::Null);
@@ -192,7 +221,8 @@ fn chromium_shows_both_jobs_moving_under_their_allocations() {
         );
     }
     eprintln!(
-        "A: {} points, B: {} points; screenshot {} bytes",
+        "{before} points held before opening, {at_open} snapshot(s) at the first look; \
+         A: {} points, B: {} points; screenshot {} bytes",
         state["series"]["md/A"].as_array().unwrap().len(),
         state["series"]["md/B"].as_array().unwrap().len(),
         png.len()

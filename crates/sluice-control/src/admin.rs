@@ -122,6 +122,17 @@ impl<H: Hooks> AdminService<H> {
         }
     }
 
+    /// Reads the last hour of figures (see [`crate::cluster::History`]).
+    pub fn history<T>(&self, read: impl FnOnce(&crate::cluster::History) -> T) -> T {
+        read(
+            self.coordinator
+                .lock()
+                .expect("coordinator")
+                .cluster()
+                .history(),
+        )
+    }
+
     /// Who may change things.
     pub fn auth(&self) -> &Auth {
         &self.auth

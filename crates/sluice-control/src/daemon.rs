@@ -377,6 +377,7 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
                 c.cluster()
                     .report(&node, cycle, true, observed.jobs, observed.ended);
                 let rates = c.compute(cycle);
+                c.cluster().record_history(interval.as_secs_f64());
                 if let Some(m) = &metrics {
                     m.cycle_took(start.elapsed().as_secs_f64());
                     m.record_cycle(cycle, &c.jobs(), &c.pools(), interval.as_secs_f64());

@@ -437,6 +437,9 @@ impl Global {
             }
             times.push(since_ns as f64 / 1e3);
             drop(times);
+            let mut c = self.coordinator.lock().expect("coordinator");
+            c.cluster().record_history(interval.as_secs_f64());
+            drop(c);
             if let Some(m) = &self.metrics {
                 m.cycle_took(since_ns as f64 / 1e9);
                 let c = self.coordinator.lock().expect("coordinator");

@@ -14,6 +14,7 @@
 //! | `DELETE /api/v1/rules/{name}` | | 204 |
 //!
 //! | `GET /api/v1/events` | | server-sent events: a `snapshot` of status, jobs, pools and rules every interval (at least every second) |
+//! | `GET /api/v1/history[?jobs=N]` | | the last hour, one point per cycle: each pool's capacity, allocated and used, and the rate and allocation of its `N` (default 8) busiest jobs (see [`history`]) |
 //! | `GET /` | | the live dashboard (one self-contained page over `/api/v1/events`) |
 //!
 //! and `GET /metrics` (OpenMetrics, see [`crate::metrics`]).
@@ -26,7 +27,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -34,10 +35,12 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sluice_core::hostlist;
 use tokio_stream::wrappers::IntervalStream;
 use tokio_stream::{Stream, StreamExt};
 
 use crate::admin::{AdminService, Change, Hooks, jobs_json, pools_json, status_json};
+use crate::cluster::{History, Series};
 use crate::proto::{JobSetRequest, PoolSetRequest, RuleChangeRequest};
 
 /// An error answer: a status and one line.
@@ -81,6 +84,7 @@ pub fn api_router<H: Hooks>(admin: Arc<AdminService<H>>) -> Router {
     Router::new()
         .route("/", get(dashboard))
         .route("/api/v1/events", get(events::<H>))
+        .route("/api/v1/history", get(history::<H>))
         .route("/api/v1/status", get(status::<H>))
         .route("/api/v1/jobs", get(jobs::<H>))
         .route("/api/v1/jobs/{job}", put(job_set::<H>))
@@ -184,7 +188,8 @@ fn event_period(interval_s: f64) -> std::time::Duration {
 }
 
 /// `GET /api/v1/events`: server-sent events, one `snapshot` per period:
-/// `{"t": seconds since the epoch, "status", "jobs", "pools", "rules"}`.
+/// `{"t": seconds since the epoch, "status", "jobs", "pools", "rules"}`, each job with its
+/// nodes also as one Slurm host list (`"hostlist": "n[1-4]"`).
 async fn events<H: Hooks>(
     State(api): State<Api<H>>,
 ) -> Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>> {
@@ -195,10 +200,17 @@ async fn events<H: Hooks>(
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs_f64();
+        let mut jobs = jobs_json(&api.jobs())["jobs"].take();
+        for job in jobs.as_array_mut().into_iter().flatten() {
+            let nodes = job["nodes"]
+                .as_array()
+                .map(|n| n.iter().filter_map(Value::as_str));
+            job["hostlist"] = nodes.map(hostlist::compress).unwrap_or_default().into();
+        }
         let snapshot = json!({
             "t": t,
             "status": status_json(&api.status()),
-            "jobs": jobs_json(&api.jobs())["jobs"],
+            "jobs": jobs,
             "pools": pools_json(&api.pools())["pools"],
             "rules": api.rules().rules,
         });
@@ -207,6 +219,64 @@ async fn events<H: Hooks>(
             .data(snapshot.to_string()))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /api/v1/history` asks for the busiest `jobs` of each pool.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryQuery {
+    jobs: Option<usize>,
+}
+
+/// Jobs per pool `/api/v1/history` sends unless asked: as many lines as a plot can tell
+/// apart.
+const HISTORY_JOBS: usize = 8;
+
+/// `GET /api/v1/history`:
+/// `{"interval_s", "pools": {NAME: {"end", "capacity": [..], "allocated": [..], "used": [..],
+/// "jobs": {JOB: {"end", "rate": [..], "allocation": [..]}}}}}`. Each list holds one
+/// figure per cycle, oldest first, `null` where the cycle was missed; the last is at
+/// `end` (seconds since the epoch), each earlier one an interval before. A pool's jobs
+/// are its `jobs` busiest by their last rate.
+async fn history<H: Hooks>(
+    State(api): State<Api<H>>,
+    query: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Answer {
+    let Query(q) = query.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let jobs = q.jobs.unwrap_or(HISTORY_JOBS);
+    json_answer(api.history(|h| history_json(h, jobs)))
+}
+
+fn history_json(h: &History, busiest: usize) -> Value {
+    let interval_s = h.interval_s();
+    let end = |end: u64| end as f64 * interval_s;
+    let mut pools = serde_json::Map::new();
+    for (name, series) in h.pools() {
+        let mut jobs: Vec<(&String, &Series<2>)> =
+            h.jobs(name).map(|j| j.iter().collect()).unwrap_or_default();
+        let last_rate = |s: &Series<2>| s.last().map_or(f32::NEG_INFINITY, |p| p[0]);
+        jobs.sort_by(|a, b| last_rate(b.1).total_cmp(&last_rate(a.1)).then(a.0.cmp(b.0)));
+        let jobs: serde_json::Map<String, Value> = jobs
+            .into_iter()
+            .take(busiest)
+            .map(|(job, s)| {
+                let v = json!({"end": end(s.end()), "rate": column(s, 0),
+                    "allocation": column(s, 1)});
+                (job.clone(), v)
+            })
+            .collect();
+        let pool = json!({"end": end(series.end()), "capacity": column(series, 0),
+            "allocated": column(series, 1), "used": column(series, 2), "jobs": jobs});
+        pools.insert(name.clone(), pool);
+    }
+    json!({"interval_s": interval_s, "pools": pools})
+}
+
+/// Figure `i` of every point of `s`, `null` for a missed cycle, to two decimals: what
+/// an `f32` holds beyond them is noise to a reader.
+fn column<const N: usize>(s: &Series<N>, i: usize) -> Vec<Value> {
+    let round = |v: f32| Value::from((f64::from(v) * 100.0).round() / 100.0);
+    s.points().map(|p| round(p[i])).collect()
 }
 
 async fn status<H: Hooks>(State(api): State<Api<H>>) -> Answer {

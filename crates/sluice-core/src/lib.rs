@@ -11,7 +11,8 @@
 //! - [`gate`]: the admission path of one request (classify, reserve, wait, count);
 //! - [`observe`]: per-channel rates over an interval and the job's estimated demand;
 //! - [`config`]: the stage configuration as it travels in a segment;
-//! - [`stats`]: counters summed into the report `sluice run --stats` writes.
+//! - [`stats`]: counters summed into the report `sluice run --stats` writes;
+//! - [`hostlist`]: node lists written and read the Slurm way (`node[001-512]`).
 //!
 //! Everything that crosses a room boundary (stage, policy, control, workload) lives here,
 //! so that the stage, which may depend on nothing else, speaks the same language as the
@@ -28,6 +29,7 @@ pub mod bucket;
 pub mod classify;
 pub mod config;
 pub mod gate;
+pub mod hostlist;
 pub mod observe;
 pub mod op;
 pub mod path;

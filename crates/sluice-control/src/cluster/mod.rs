@@ -81,6 +81,7 @@
 mod auto;
 mod compute;
 mod held;
+mod history;
 mod pool_map;
 mod registry;
 #[cfg(test)]
@@ -98,6 +99,7 @@ use thiserror::Error;
 
 pub use auto::{AutoCapacity, AutoState};
 pub use held::Held;
+pub use history::{History, Series};
 use pool_map::PoolMap;
 pub use view::{JobView, NodeView, PoolView, ShareView};
 
@@ -391,6 +393,8 @@ pub struct Cluster {
     layout: u64,
     /// The placements grouped by job at `layout`, by the last compute.
     grouping: Grouping,
+    /// The last hour of figures, for views.
+    history: History,
 }
 
 /// The placements of a cycle grouped by job (see `compute`), kept while the layout holds.

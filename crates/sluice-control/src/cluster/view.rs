@@ -164,6 +164,6 @@ impl Cluster {
 }
 
 /// Σ `figures`, 0 (not Rust's −0) when there are none: administrators read these.
-fn sum(figures: impl Iterator<Item = f64>) -> f64 {
+pub(super) fn sum(figures: impl Iterator<Item = f64>) -> f64 {
     figures.fold(0.0, |a, b| a + b)
 }

@@ -131,6 +131,36 @@ pub(crate) fn format(value: u64, unit: Unit) -> String {
     }
 }
 
+/// Writes `value` for a person to read at a glance, not to type back: whole units of the
+/// largest suffix of `unit` not above it (`12k`, `512`, `1000B`),
+/// bytes in the binary suffixes only (`100MiB`), as sizes are read on Linux.
+/// Values below 10 keep one decimal, so that `5.0k` and `5.4k` differ; the rounding that
+/// carries a value into the next suffix (999.96k) moves it there (`1.0M`).
+pub(crate) fn format_approx(value: f64, unit: Unit) -> String {
+    if !value.is_finite() || value <= 0.0 {
+        let base = if unit == Unit::Bytes { "B" } else { "" };
+        return format!("0{base}");
+    }
+    let scale = |s: &&Suffix| s.unit == unit && (unit == Unit::Ops || s.factor.is_power_of_two());
+    let suffixes: Vec<&Suffix> = SUFFIXES.iter().filter(scale).collect();
+    let mut at = suffixes
+        .iter()
+        .rposition(|s| value >= s.factor as f64)
+        .unwrap_or(0);
+    loop {
+        let scaled = value / suffixes[at].factor as f64;
+        let decimals = usize::from(scaled < 9.95);
+        let rounded: f64 = format!("{scaled:.decimals$}").parse().unwrap_or(scaled);
+        let next = suffixes.get(at + 1);
+        // 999.6k is 1.0M; 1023.9KiB is 1.0MiB.
+        if next.is_some_and(|n| rounded * suffixes[at].factor as f64 >= n.factor as f64) {
+            at += 1;
+            continue;
+        }
+        return format!("{scaled:.decimals$}{}", suffixes[at].text);
+    }
+}
+
 /// Writes a byte count (a `size` bound): `512B`, `4KiB`, `1MB`.
 pub(crate) fn format_bytes(value: u64) -> String {
     format(value, Unit::Bytes)
@@ -197,5 +227,31 @@ mod tests {
         assert_eq!(format(1_000_000, Unit::Bytes), "1MB");
         assert_eq!(format(1536, Unit::Bytes), "1536B");
         assert_eq!(format(u64::MAX, Unit::Bytes), "18446744073709551615B");
+    }
+
+    #[test]
+    fn approximate_values_round_and_carry_into_the_next_suffix() {
+        let ops = |v: f64| format_approx(v, Unit::Ops);
+        let bytes = |v: f64| format_approx(v, Unit::Bytes);
+        assert_eq!(ops(0.0), "0");
+        assert_eq!(ops(-1.0), "0");
+        assert_eq!(ops(f64::NAN), "0");
+        assert_eq!(ops(0.25), "0.2");
+        assert_eq!(ops(7.0), "7.0");
+        assert_eq!(ops(512.4), "512");
+        assert_eq!(ops(999.7), "1.0k");
+        assert_eq!(ops(5000.0), "5.0k");
+        assert_eq!(ops(5449.0), "5.4k");
+        assert_eq!(ops(9960.0), "10k");
+        assert_eq!(ops(12_345.0), "12k");
+        assert_eq!(ops(999_600.0), "1.0M");
+        assert_eq!(ops(1_234_567.0), "1.2M");
+        assert_eq!(ops(3e12), "3000G");
+        assert_eq!(bytes(0.0), "0B");
+        assert_eq!(bytes(512.0), "512B");
+        assert_eq!(bytes(1000.0), "1000B");
+        assert_eq!(bytes(1023.9), "1.0KiB");
+        assert_eq!(bytes(104_857_600.0), "100MiB");
+        assert_eq!(bytes(1.5 * (1u64 << 30) as f64), "1.5GiB");
     }
 }

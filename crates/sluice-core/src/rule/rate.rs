@@ -109,6 +109,19 @@ impl fmt::Display for Rate {
     }
 }
 
+/// Writes a measured rate (a job's, a pool's) for a person to read at a glance: `5.0k/s`,
+/// `1.2M/s`, `100MiB/s`. Unlike a [`Rate`]'s own printing it rounds, so it is for views
+/// (`sluice jobs`, `sluice top`), never for what is typed back.
+///
+/// ```
+/// use sluice_core::rule::{Unit, format_rate_approx};
+/// assert_eq!(format_rate_approx(5012.0, Unit::Ops), "5.0k/s");
+/// assert_eq!(format_rate_approx(104_857_600.0, Unit::Bytes), "100MiB/s");
+/// ```
+pub fn format_rate_approx(per_sec: f64, unit: Unit) -> String {
+    format!("{}/s", quantity::format_approx(per_sec, unit))
+}
+
 impl FromStr for Rate {
     type Err = ParseError;
 
