@@ -157,7 +157,11 @@ impl StatusArgs {
                 s.cycle,
                 s.cycle_us_median,
                 s.cycle_us_last
-            ) + &s.warnings.iter().map(|w| format!("warning: {w}\n")).collect::<String>()
+            ) + &s
+                .warnings
+                .iter()
+                .map(|w| format!("warning: {w}\n"))
+                .collect::<String>()
         });
         Ok(0)
     }

@@ -52,10 +52,7 @@ pub struct LogArgs {
 }
 
 /// Runs `daemon` on a runtime of its own until it returns (on SIGTERM or SIGINT).
-fn run_daemon(
-    log: &LogArgs,
-    daemon: impl std::future::Future<Output = Result<()>>,
-) -> Result<i32> {
+fn run_daemon(log: &LogArgs, daemon: impl std::future::Future<Output = Result<()>>) -> Result<i32> {
     init_log(log.log_format);
     let rt = runtime()?;
     let result = rt.block_on(daemon);

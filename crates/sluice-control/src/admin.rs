@@ -93,7 +93,12 @@ impl<H: Hooks> AdminService<H> {
 
     /// Applies `change` for `who` when `allowed` (the caller's check came out so):
     /// validated whole, saved, then put in force wherever it goes; audited either way.
-    pub fn submit(&self, change: Change, who: &Who, allowed: Result<(), Status>) -> Result<(), Status> {
+    pub fn submit(
+        &self,
+        change: Change,
+        who: &Who,
+        allowed: Result<(), Status>,
+    ) -> Result<(), Status> {
         let event = change.event(who);
         if let Err(refused) = allowed {
             event.not_done(Outcome::Refused, refused.message());
@@ -437,36 +442,60 @@ impl Admin for ForwardAdmin {
         self.forward(async |c| c.jobs(r.into_inner()).await).await
     }
     async fn job_set(&self, r: Request<JobSetRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::JobSet(r.clone()), async |c, r| c.job_set(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::JobSet(r.clone()),
+            async |c, r| c.job_set(r).await,
+        )
+        .await
     }
     async fn rule_start(&self, r: Request<RuleStartRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::RuleStart(r.rule.clone()), async |c, r| c.rule_start(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleStart(r.rule.clone()),
+            async |c, r| c.rule_start(r).await,
+        )
+        .await
     }
     async fn rule_change(&self, r: Request<RuleChangeRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::RuleChange(r.clone()), async |c, r| c.rule_change(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleChange(r.clone()),
+            async |c, r| c.rule_change(r).await,
+        )
+        .await
     }
     async fn rule_stop(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::RuleStop(r.name.clone()), async |c, r| c.rule_stop(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleStop(r.name.clone()),
+            async |c, r| c.rule_stop(r).await,
+        )
+        .await
     }
     async fn rule_list(&self, r: Request<Empty>) -> Result<Response<RuleListReply>, Status> {
         self.forward(async |c| c.rule_list(r.into_inner()).await)
             .await
     }
     async fn pool_set(&self, r: Request<PoolSetRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::PoolSet(r.clone()), async |c, r| c.pool_set(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::PoolSet(r.clone()),
+            async |c, r| c.pool_set(r).await,
+        )
+        .await
     }
     async fn pool_list(&self, r: Request<Empty>) -> Result<Response<PoolListReply>, Status> {
         self.forward(async |c| c.pool_list(r.into_inner()).await)
             .await
     }
     async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        self.change(r, |r| Change::PoolRm(r.name.clone()), async |c, r| c.pool_rm(r).await)
-            .await
+        self.change(
+            r,
+            |r| Change::PoolRm(r.name.clone()),
+            async |c, r| c.pool_rm(r).await,
+        )
+        .await
     }
 }
 

@@ -252,6 +252,10 @@ mod tests {
         let addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
         assert_eq!(Who::remote(Some(addr)).to_string(), "10.0.0.1:5000");
         assert_eq!(Who::signal("SIGHUP").to_string(), "SIGHUP");
-        assert!(Who::unix(0, Some(7)).to_string().starts_with("uid 0 (root) pid 7"));
+        assert!(
+            Who::unix(0, Some(7))
+                .to_string()
+                .starts_with("uid 0 (root) pid 7")
+        );
     }
 }

@@ -31,8 +31,8 @@ use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
-use crate::state_lock::StateLock;
 use crate::site::{Role, Site};
+use crate::state_lock::StateLock;
 use crate::tls::{ServerConfig, incoming};
 use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix};
 
@@ -205,7 +205,9 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     let _lock = StateLock::take(&o.state_dir)?;
     // The site's file and its credentials first, as the global does.
     let Site {
-        config: mut site, auth, ..
+        config: mut site,
+        auth,
+        ..
     } = Site::read(o.config.as_deref(), Role::Local)?;
     if let Some(i) = o.interval {
         site.interval = i;
@@ -496,10 +498,14 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     }
     let admin = AdminServer::from_arc(admin);
     tokio::spawn(run_deadlines(global.clone()));
-    tokio::spawn(reload_on_hup(Some(global.coordinator.clone()), o.config.clone(), {
-        let global = global.clone();
-        move |_, _| global.broadcast_policy()
-    }));
+    tokio::spawn(reload_on_hup(
+        Some(global.coordinator.clone()),
+        o.config.clone(),
+        {
+            let global = global.clone();
+            move |_, _| global.broadcast_policy()
+        },
+    ));
     tracing::info!(%addr, "global controller ready");
     let shutdown = Arc::new(Notify::new());
     let router = server.add_service(control).add_service(admin);

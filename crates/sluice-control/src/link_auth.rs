@@ -94,9 +94,13 @@ pub async fn refuse(
     };
     // The claimed name is the caller's text: quoted and escaped, so that it cannot
     // forge a line of the log.
-    Event::new("link", &Who::remote(peer), format_args!("local controller {claimed:?}"))
-        .node(&claimed)
-        .not_done(Outcome::Refused, &refused.why);
+    Event::new(
+        "link",
+        &Who::remote(peer),
+        format_args!("local controller {claimed:?}"),
+    )
+    .node(&claimed)
+    .not_done(Outcome::Refused, &refused.why);
     Status::unauthenticated(format!("{}: {}", refused.why, refused.advice))
 }
 

@@ -322,7 +322,12 @@ pub(super) fn check_identities(
     if let Some(group) = &admin.group
         && !crate::identity::group_exists(group)
     {
-        let at = line(places.as_ref().and_then(|p| p.group.as_ref()).map(Spanned::span));
+        let at = line(
+            places
+                .as_ref()
+                .and_then(|p| p.group.as_ref())
+                .map(Spanned::span),
+        );
         let why = format!("admin: group: no group {group:?} on this host (getent group {group})");
         return Err(unknown(at, why));
     }
@@ -331,7 +336,12 @@ pub(super) fn check_identities(
         .iter()
         .find(|user| !crate::identity::user_exists(user))
     {
-        let at = line(places.as_ref().and_then(|p| p.users.as_ref()).map(Spanned::span));
+        let at = line(
+            places
+                .as_ref()
+                .and_then(|p| p.users.as_ref())
+                .map(Spanned::span),
+        );
         let why = format!("admin: users: no user {user:?} on this host (getent passwd {user})");
         return Err(unknown(at, why));
     }

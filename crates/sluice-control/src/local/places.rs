@@ -102,7 +102,10 @@ mod tests {
         w.check("n1", "7", &mounts, &["nosuchfs".to_owned()]);
         let now = w.current("n1");
         assert_eq!(now.len(), 2, "{now:?}");
-        assert!(now.iter().any(|l| l.contains("later") && l.contains("job \"7\"")));
+        assert!(
+            now.iter()
+                .any(|l| l.contains("later") && l.contains("job \"7\""))
+        );
         assert!(now.iter().any(|l| l.contains("fs-type \"nosuchfs\"")));
         std::fs::create_dir(&later).unwrap();
         assert_eq!(w.current("n1").len(), 1);
