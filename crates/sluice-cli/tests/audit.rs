@@ -37,7 +37,11 @@ fn audit_count(addr: &str, action: &str, outcome: &str) -> Option<f64> {
 }
 
 fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -61,7 +65,15 @@ fn a_pool_set_and_a_refused_change_are_audited_in_the_json_log_and_counted() {
         None,
     );
     let set = |capacity: &str| {
-        let args = ["pool", "set", "md", "--match", "op=getattr", "--capacity", capacity];
+        let args = [
+            "pool",
+            "set",
+            "md",
+            "--match",
+            "op=getattr",
+            "--capacity",
+            capacity,
+        ];
         local.admin(&[&args[..], &["--algorithm", "psfa"]].concat())
     };
     ok(&set("5k/s"));
@@ -81,7 +93,11 @@ fn a_pool_set_and_a_refused_change_are_audited_in_the_json_log_and_counted() {
             && message.contains(" → match=\"op=getattr\" capacity=6"),
         "{message}"
     );
-    assert!(done[0]["message"].as_str().unwrap().contains(": (none) → "), "{}", done[0]);
+    assert!(
+        done[0]["message"].as_str().unwrap().contains(": (none) → "),
+        "{}",
+        done[0]
+    );
 
     // A user who is not an administrator: refused, audited with its uid and name.
     if unsafe { libc::geteuid() } == 0 {
@@ -93,7 +109,12 @@ fn a_pool_set_and_a_refused_change_are_audited_in_the_json_log_and_counted() {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let log = local.daemon.log_text();
         let refused = audit_lines(&log)
             .into_iter()
@@ -122,7 +143,11 @@ fn the_global_audits_changes_over_tcp_and_counts_them_on_its_metrics() {
     std::fs::write(&token, "s3cret-token\n").unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let config = dir.path().join("global.toml");
-    std::fs::write(&config, format!("[admin]\ntoken_file = \"{}\"\n", path_str(&token))).unwrap();
+    std::fs::write(
+        &config,
+        format!("[admin]\ntoken_file = \"{}\"\n", path_str(&token)),
+    )
+    .unwrap();
     let http = format!("127.0.0.1:{}", free_port());
     let (global, url) = start_global(
         dir.path(),
@@ -135,7 +160,15 @@ fn the_global_audits_changes_over_tcp_and_counts_them_on_its_metrics() {
     );
     let pool = |extra: &[&str]| {
         Command::new(sluice_bin())
-            .args(["pool", "set", "md", "--capacity", "5k/s", "--algorithm", "psfa"])
+            .args([
+                "pool",
+                "set",
+                "md",
+                "--capacity",
+                "5k/s",
+                "--algorithm",
+                "psfa",
+            ])
             .args(["--server", &url])
             .args(extra)
             .output()
@@ -153,7 +186,11 @@ fn the_global_audits_changes_over_tcp_and_counts_them_on_its_metrics() {
             .to_owned()
     };
     assert!(line("refused").contains("audit"), "{}", line("refused"));
-    assert!(line("done").contains("pool \"md\": (none) → "), "{}", line("done"));
+    assert!(
+        line("done").contains("pool \"md\": (none) → "),
+        "{}",
+        line("done")
+    );
     assert_eq!(audit_count(&http, "pool_set", "refused"), Some(1.0));
     assert_eq!(audit_count(&http, "pool_set", "done"), Some(1.0));
 }
@@ -161,7 +198,12 @@ fn the_global_audits_changes_over_tcp_and_counts_them_on_its_metrics() {
 #[test]
 fn a_missing_mount_and_an_unmounted_fs_type_warn_in_the_log_and_in_status() {
     let dir = daemon_dir();
-    let local = Local::start(dir.path(), "interval = \"500ms\"\n", &["--node", "n1"], None);
+    let local = Local::start(
+        dir.path(),
+        "interval = \"500ms\"\n",
+        &["--node", "n1"],
+        None,
+    );
     let mounted = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let absent = ["lustre", "gpfs", "beegfs"]
         .into_iter()

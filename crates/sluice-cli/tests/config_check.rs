@@ -6,11 +6,11 @@
 
 mod common;
 
+use common::daemons::{Local, daemon_dir, start_global};
+use common::{path_str, sluice_bin, tmp_dir};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use common::daemons::{Local, daemon_dir, start_global};
-use common::{path_str, sluice_bin, tmp_dir};
 
 /// `sluice ARGS…`, no input.
 fn sluice(args: &[&str]) -> Output {
@@ -64,7 +64,10 @@ fn config_check_passes_a_good_global_and_local_file_and_says_which_it_checked() 
     let o = sluice(&["config", "check", &path_str(&local)]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    assert!(out.contains("a valid local configuration (inferred"), "{out}");
+    assert!(
+        out.contains("a valid local configuration (inferred"),
+        "{out}"
+    );
     // A global's file checked as a local's: valid, with what a local ignores of it.
     let o = sluice(&["config", "check", "--role", "local", &path_str(&global)]);
     let out = text(&o.stdout);
@@ -137,7 +140,12 @@ fn config_check_fails_a_bad_file_with_the_daemon_s_own_line_and_code() {
                 path_str(&dir.path().join(format!("{i}.sock"))),
             ],
         };
-        args.extend(["--state-dir".into(), state, "--config".into(), path_str(&file)]);
+        args.extend([
+            "--state-dir".into(),
+            state,
+            "--config".into(),
+            path_str(&file),
+        ]);
         let (daemon_code, line) = daemon_refusal(&args);
         assert_eq!(daemon_code, Some(*code), "case {i} ({role}): {line}");
         assert_eq!(line, err.trim(), "case {i} ({role})");

@@ -546,7 +546,9 @@ fn a_second_local_on_one_state_directory_is_refused_at_start() {
     let mut first = Local::without_config(dir.path(), &["--node", "n1"], None);
     let second = |socket: &str| {
         std::process::Command::new(common::sluice_bin())
-            .args(["local", "--node", "n1", "--config", "none", "--socket", socket])
+            .args([
+                "local", "--node", "n1", "--config", "none", "--socket", socket,
+            ])
             .arg("--state-dir")
             .arg(dir.path().join("state"))
             .stdin(std::process::Stdio::null())
