@@ -85,7 +85,7 @@ SLUICE=$W/bin/sluice
 export SLUICE_STAGE=$W/bin/libsluice_stage.so
 SOCK=$W/local.sock
 
-"$SLUICE" local --socket "$SOCK" --state-dir "$W/state" --shm-dir "$W/shm" \
+"$SLUICE" local --socket "$SOCK" --state-dir "$W/state" --shm-dir "$W/shm" --config none \
     >"$W/local.log" 2>&1 &
 LOCAL_PID=$!
 for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.05; done

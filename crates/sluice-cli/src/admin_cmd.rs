@@ -155,6 +155,7 @@ impl StatusArgs {
             status_lines(&s, SystemTime::now())
                 .iter()
                 .map(|l| format!("{l}\n"))
+                .chain(s.warnings.iter().map(|w| format!("warning: {w}\n")))
                 .collect()
         });
         Ok(0)

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use sluice_control::config::parse_duration;
 use sluice_control::daemon::{GlobalOptions, LocalOptions, run_global, run_local};
 use sluice_control::segment_file::SHM_DIR;
+use sluice_control::site::Role;
 use sluice_control::tls::ClientIdentity;
 use sluice_control::transport::{ConnectOptions, Endpoint, read_token_file};
 
@@ -20,8 +21,39 @@ fn interval(text: Option<&String>) -> Result<Option<Duration>> {
         .transpose()
 }
 
+/// The file a daemon reads: `--config FILE`, its default without one, none for `--config
+/// none`.
+fn config_file(given: Option<&PathBuf>, role: Role) -> Option<PathBuf> {
+    match given {
+        Some(none) if none.as_os_str() == "none" => None,
+        Some(file) => Some(file.clone()),
+        None => Some(role.default_file()),
+    }
+}
+
+/// How the daemons write their log (on stderr, for journald or a file).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum LogFormat {
+    /// One line per event, colours only on a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line, the event's fields as keys (`target` is `audit` for the
+    /// audit lines).
+    Json,
+}
+
+/// The log's options, the same for both daemons.
+#[derive(clap::Args, Debug)]
+pub struct LogArgs {
+    /// text (default) or json: one JSON object per line, for a log collector. Levels and
+    /// targets are chosen by $SLUICE_LOG_LEVEL (e.g. info, or audit=info,warn).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+    log_format: LogFormat,
+}
+
 /// Runs `daemon` on a runtime of its own until it returns (on SIGTERM or SIGINT).
-fn run_daemon(daemon: impl std::future::Future<Output = Result<()>>) -> Result<i32> {
+fn run_daemon(log: &LogArgs, daemon: impl std::future::Future<Output = Result<()>>) -> Result<i32> {
+    init_log(log.log_format);
     let rt = runtime()?;
     let result = rt.block_on(daemon);
     // What is still running (held attachments, HTTP connections) is dropped, not waited
@@ -30,16 +62,20 @@ fn run_daemon(daemon: impl std::future::Future<Output = Result<()>>) -> Result<i
     result.map(|()| 0)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG_LEVEL")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
+fn init_log(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG_LEVEL")
+        .unwrap_or_else(|_| "info".into());
+    let log = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
         // Colours only for a terminal: not in the journal, nor in a file.
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => log.json().flatten_event(true).with_ansi(false).init(),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -54,7 +90,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// rates its global controller sends. Without --global it divides the pools of its own
 /// --config among the node's jobs (single-node mode).
 ///
-/// Example: sluice local --global http://head:7401 --state-dir /var/lib/sluice
+/// Example: sluice local --global http://head:7401 --state-dir /var/lib/sluice --config /etc/sluice/local.toml
 #[derive(clap::Args, Debug)]
 pub struct LocalArgs {
     /// The socket launchers and admin commands reach (default $SLUICE_SOCKET, else
@@ -69,8 +105,10 @@ pub struct LocalArgs {
     #[arg(long, value_name = "URL")]
     global: Option<String>,
     /// Configuration (TOML): pools, rules and settings in single-node mode; the [admin]
-    /// table in both modes. Never written: admin changes are kept in --state-dir.
-    #[arg(long, value_name = "FILE")]
+    /// table in both modes (default /etc/sluice/local.toml). It must exist: `none` starts
+    /// without one. Never written: admin changes are kept in --state-dir. `sluice config
+    /// check FILE` checks it offline.
+    #[arg(long, value_name = "FILE|none")]
     config: Option<PathBuf>,
     /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
     #[arg(long, value_name = "DUR")]
@@ -99,6 +137,8 @@ pub struct LocalArgs {
     /// PEM file (mode 0600) of the private key of --cert.
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<PathBuf>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 impl LocalArgs {
@@ -135,11 +175,11 @@ impl LocalArgs {
             node: self.node.clone().unwrap_or_else(hostname),
             global,
             connect,
-            config: self.config.clone(),
+            config: config_file(self.config.as_ref(), Role::Local),
             interval: interval(self.interval.as_ref())?,
             http: self.http,
         };
-        run_daemon(run_local(options))
+        run_daemon(&self.log, run_local(options))
     }
 }
 
@@ -160,9 +200,11 @@ pub struct GlobalArgs {
     /// e.g. 127.0.0.1:7402.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Configuration (TOML). Never written: admin changes are kept in --state-dir, and
-    /// win over the file until its text changes.
-    #[arg(long, value_name = "FILE")]
+    /// Configuration (TOML; default /etc/sluice/global.toml). It must exist: `none`
+    /// starts without one. Never written: admin changes are kept in --state-dir, and win
+    /// over the file until its text changes. `sluice config check FILE` checks it
+    /// offline.
+    #[arg(long, value_name = "FILE|none")]
     config: Option<PathBuf>,
     /// Where the configuration in force is kept, so that no restart loses an admin
     /// change.
@@ -171,6 +213,8 @@ pub struct GlobalArgs {
     /// The control interval, e.g. 200ms or 1s (default: the configuration's, else 1s).
     #[arg(long, value_name = "DUR")]
     interval: Option<String>,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 impl GlobalArgs {
@@ -179,11 +223,11 @@ impl GlobalArgs {
         let options = GlobalOptions {
             listen: self.listen,
             http: self.http,
-            config: self.config.clone(),
+            config: config_file(self.config.as_ref(), Role::Global),
             state_dir: self.state_dir.clone(),
             interval: interval(self.interval.as_ref())?,
         };
-        run_daemon(run_global(options))
+        run_daemon(&self.log, run_global(options))
     }
 }
 

@@ -9,6 +9,7 @@ mod alloc;
 mod attach_cmd;
 mod bench;
 mod client;
+mod config_cmd;
 mod daemons;
 mod demo;
 mod experiment;
@@ -50,6 +51,9 @@ enum Command {
     /// Pools: capacities shared by all jobs, divided by an algorithm.
     #[command(subcommand)]
     Pool(admin_cmd::PoolCmd),
+    /// Controller configurations: check a global's or a local's file offline.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCmd),
     /// Rules: check them; start, change, stop and list the administrator's rules.
     #[command(subcommand)]
     Rule(rule_cmd::RuleCmd),
@@ -97,6 +101,7 @@ fn main() {
         Command::Job(c) => c.run(),
         Command::Pool(c) => c.run(),
         Command::Rule(c) => c.run(),
+        Command::Config(c) => c.run(),
         Command::Alloc(a) => a.run(),
         Command::Load(a) => a.run(),
         Command::Replay(a) => a.run(),

@@ -121,11 +121,38 @@ fn check_file(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Resu
             }
             Ok(0)
         }
+        Err(_) if is_controller_config(path) => {
+            writeln!(
+                err,
+                "{PREFIX}: {} is a controller configuration (interval, [admin], [[pool]], \
+                 [[rule]] rule = …), not a rules file: check it with `sluice config check {}`",
+                path.display(),
+                path.display()
+            )?;
+            Ok(2)
+        }
         Err(error) => {
             writeln!(err, "{PREFIX}: {error}")?;
             Ok(2)
         }
     }
+}
+
+/// Whether `path` holds TOML with what only a controller's configuration has: its
+/// top-level settings and tables, or `[[rule]]` entries written `rule = "…"`.
+fn is_controller_config(path: &Path) -> bool {
+    let Some(table) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+    else {
+        return false;
+    };
+    let settings = ["interval", "stale_after", "admin", "pool", "job"];
+    let rule_lines = table
+        .get("rule")
+        .and_then(toml::Value::as_array)
+        .is_some_and(|rules| rules.iter().any(|r| r.get("rule").is_some()));
+    rule_lines || settings.iter().any(|key| table.contains_key(*key))
 }
 
 /// The list of keys at the end of `--help`, from the same table the parser uses.

@@ -22,7 +22,7 @@ const POOL: &str = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"o
                     capacity = \"4k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n";
 
 /// What the global's log says of one refused local (peer, claimed node, why).
-const REFUSED: &str = "local controller refused";
+const REFUSED: &str = "link refused";
 /// What a refused local's log says, once.
 const LOCAL_REFUSED: &str = "no session with the global controller";
 
@@ -472,7 +472,13 @@ fn unusable_credentials_stop_a_daemon_at_start_with_one_line() {
         (global(3, &cert_key(&open_key)), "chmod 600"),
     ];
     let local = |extra: &[&str]| {
-        let mut args = vec!["local", "--socket", "/nonexistent/local.sock"];
+        let mut args = vec![
+            "local",
+            "--config",
+            "none",
+            "--socket",
+            "/nonexistent/local.sock",
+        ];
         args.extend(extra);
         run(&args)
     };

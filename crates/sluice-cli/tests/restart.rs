@@ -518,7 +518,7 @@ fn an_unwritable_state_directory_is_an_error_at_start() {
     ] {
         let o = std::process::Command::new(common::sluice_bin())
             .args(&args)
-            .arg("--state-dir")
+            .args(["--config", "none", "--state-dir"])
             .arg(&state)
             .stdin(std::process::Stdio::null())
             .output()
@@ -546,7 +546,10 @@ fn a_second_local_on_one_state_directory_is_refused_at_start() {
     let mut first = Local::without_config(dir.path(), &["--node", "n1"], None);
     let second = |socket: &str| {
         std::process::Command::new(common::sluice_bin())
-            .args(["local", "--node", "n1", "--socket", socket, "--state-dir"])
+            .args([
+                "local", "--node", "n1", "--config", "none", "--socket", socket,
+            ])
+            .arg("--state-dir")
             .arg(dir.path().join("state"))
             .stdin(std::process::Stdio::null())
             .output()

@@ -10,8 +10,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sluice_policy::ParamValue;
 use tonic::{Request, Response, Status};
 
+use crate::audit::{Event, Outcome, Who};
+use crate::config::ControlConfig;
 use crate::coordinator::{ChangeError, Coordinator};
 use crate::identity::may_administer;
 use crate::proto::admin_client::AdminClient;
@@ -27,6 +30,8 @@ use crate::transport::{ConnectOptions, Endpoint, NoAnswer, check_bearer, connect
 pub struct Auth {
     /// The admin group (besides root) on a UNIX socket.
     pub group: Option<String>,
+    /// The admin users (besides root and the group's members) on a UNIX socket.
+    pub users: Vec<String>,
     /// The bearer token required over TCP.
     pub token: Option<String>,
 }
@@ -35,13 +40,15 @@ impl Auth {
     /// Refuses `request` unless its caller may change the configuration.
     pub fn may_change<T>(&self, request: &Request<T>) -> Result<(), Status> {
         if let Some(peer) = peer_cred(request) {
-            if may_administer(peer.uid, peer.gid, self.group.as_deref()) {
+            if may_administer(peer.uid, peer.gid, self.group.as_deref(), &self.users) {
                 return Ok(());
             }
-            let who = match &self.group {
-                Some(g) => format!("root or members of group {g}"),
-                None => "root".to_owned(),
-            };
+            let mut allowed = vec!["root".to_owned()];
+            allowed.extend(self.users.iter().cloned());
+            if let Some(g) = &self.group {
+                allowed.push(format!("members of group {g}"));
+            }
+            let who = allowed.join(", ");
             return Err(Status::permission_denied(format!(
                 "uid {} may not change sluice's configuration (only {who})",
                 peer.uid
@@ -84,15 +91,30 @@ impl<H: Hooks> AdminService<H> {
         }
     }
 
-    /// Applies an administrator's change whose caller was already checked: validated
-    /// whole, saved, then put in force wherever it goes.
-    pub fn apply(&self, change: Change) -> Result<(), Status> {
-        let result = self
-            .coordinator
-            .lock()
-            .expect("coordinator")
-            .change(|c| change.edit(c));
-        result.map_err(status_of)?;
+    /// Applies `change` for `who` when `allowed` (the caller's check came out so):
+    /// validated whole, saved, then put in force wherever it goes; audited either way.
+    pub fn submit(
+        &self,
+        change: Change,
+        who: &Who,
+        allowed: Result<(), Status>,
+    ) -> Result<(), Status> {
+        let event = change.event(who);
+        if let Err(refused) = allowed {
+            event.not_done(Outcome::Refused, refused.message());
+            return Err(refused);
+        }
+        let (old, new, result) = {
+            let mut c = self.coordinator.lock().expect("coordinator");
+            let old = change.state(c.config());
+            let result = c.change(|c| change.edit(c));
+            (old, change.state(c.config()), result)
+        };
+        if let Err(e) = result {
+            event.not_done(Outcome::Failed, &e.to_string());
+            return Err(status_of(e));
+        }
+        event.done(old.as_deref(), new.as_deref());
         self.hooks.changed();
         Ok(())
     }
@@ -143,8 +165,9 @@ impl<H: Hooks> AdminService<H> {
         request: Request<T>,
         change: impl FnOnce(T) -> Change,
     ) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&request)?;
-        self.apply(change(request.into_inner()))?;
+        let who = Who::of(&request);
+        let allowed = self.auth.may_change(&request);
+        self.submit(change(request.into_inner()), &who, allowed)?;
         Ok(Response::new(Empty {}))
     }
 }
@@ -167,6 +190,66 @@ pub enum Change {
 }
 
 impl Change {
+    /// The audit event of this change by `who`.
+    pub fn event<'a>(&self, who: &'a Who) -> Event<'a> {
+        let (action, item) = match self {
+            Change::JobSet(r) => ("job_set", job_item(&r.job, &r.pool)),
+            Change::RuleStart(text) => ("rule_start", format!("rule {:?}", rule_name(text))),
+            Change::RuleChange(r) => ("rule_change", format!("rule {:?}", r.name)),
+            Change::RuleStop(name) => ("rule_stop", format!("rule {name:?}")),
+            Change::PoolSet(r) => ("pool_set", format!("pool {:?}", r.name)),
+            Change::PoolRm(name) => ("pool_rm", format!("pool {name:?}")),
+        };
+        Event::new(action, who, item)
+    }
+
+    /// What `c` holds of the item this change is about, on one line; `None` when it
+    /// holds nothing of it.
+    fn state(&self, c: &ControlConfig) -> Option<String> {
+        let rule = |name: &str| {
+            c.rules
+                .iter()
+                .find(|r| r.name.as_deref() == Some(name))
+                .map(|r| r.to_string())
+        };
+        let pool = |name: &str| {
+            c.pool(name).map(|p| {
+                let params: Vec<String> = p
+                    .params
+                    .iter()
+                    .map(|(k, v)| match v {
+                        ParamValue::Number(x) => format!("{k}={x}"),
+                        ParamValue::Bool(b) => format!("{k}={b}"),
+                    })
+                    .collect();
+                format!(
+                    "match={:?} capacity={} algorithm={} params=[{}]",
+                    p.filter,
+                    p.capacity,
+                    p.algorithm,
+                    params.join(",")
+                )
+            })
+        };
+        match self {
+            Change::JobSet(r) => {
+                let pool = Some(r.pool.as_str()).filter(|p| !p.is_empty());
+                let spec = c
+                    .jobs
+                    .iter()
+                    .find(|j| j.job == r.job && j.pool.as_deref() == pool)?;
+                let limit = spec.limit.map_or("-".to_owned(), |l| l.to_string());
+                let weight = spec.weight.map_or("-".to_owned(), |w| w.to_string());
+                Some(format!("limit={limit} weight={weight}"))
+            }
+            Change::RuleStart(text) => rule(&rule_name(text)),
+            Change::RuleChange(r) => rule(&r.name),
+            Change::RuleStop(name) => rule(name),
+            Change::PoolSet(r) => pool(&r.name),
+            Change::PoolRm(name) => pool(name),
+        }
+    }
+
     fn edit(&self, c: &mut crate::config::ControlConfig) -> Result<(), crate::config::AdminError> {
         match self {
             Change::JobSet(r) => {
@@ -184,6 +267,22 @@ impl Change {
             }
             Change::PoolRm(name) => c.pool_rm(name),
         }
+    }
+}
+
+/// The name a new rule's text gives it (its whole text when it gives none).
+fn rule_name(text: &str) -> String {
+    sluice_core::rule::parse_rule(text)
+        .ok()
+        .and_then(|r| r.name)
+        .unwrap_or_else(|| text.to_owned())
+}
+
+/// `job "4242"`, or `job "4242" in pool "md"`.
+fn job_item(job: &str, pool: &str) -> String {
+    match pool {
+        "" => format!("job {job:?}"),
+        pool => format!("job {job:?} in pool {pool:?}"),
     }
 }
 
@@ -268,6 +367,8 @@ pub struct ForwardAdmin {
     pub options: ConnectOptions,
     /// Who may change things here.
     pub auth: Auth,
+    /// This node's own warnings, added to the global's status.
+    pub local: crate::local::Shared,
 }
 
 type Client = AdminClient<
@@ -300,6 +401,31 @@ impl ForwardAdmin {
         })
     }
 
+    /// Forwards a change for a caller this local lets change things; audited here, with
+    /// the caller's credentials (the global sees this node's address only).
+    async fn change<T>(
+        &self,
+        request: Request<T>,
+        change: impl FnOnce(&T) -> Change,
+        call: impl AsyncFnOnce(&mut Client, T) -> Result<Response<Empty>, Status>,
+    ) -> Result<Response<Empty>, Status> {
+        let who = Who::of(&request);
+        let allowed = self.auth.may_change(&request);
+        let request = request.into_inner();
+        let change = change(&request);
+        let event = change.event(&who);
+        if let Err(refused) = allowed {
+            event.not_done(Outcome::Refused, refused.message());
+            return Err(refused);
+        }
+        let answer = self.forward(async |c| call(c, request).await).await;
+        match &answer {
+            Ok(_) => event.done(None, Some(&format!("forwarded to {}", self.global))),
+            Err(e) => event.not_done(Outcome::Failed, e.message()),
+        }
+        answer
+    }
+
     async fn client(&self) -> Result<Client, Status> {
         let channel = connect(&self.global, &self.options).await.map_err(|e| {
             Status::unavailable(format!("global controller {}: {e:#}", self.global))
@@ -315,48 +441,72 @@ impl ForwardAdmin {
 #[tonic::async_trait]
 impl Admin for ForwardAdmin {
     async fn status(&self, r: Request<Empty>) -> Result<Response<StatusReply>, Status> {
-        self.forward(async |c| c.status(r.into_inner()).await).await
+        let mut status = self
+            .forward(async |c| c.status(r.into_inner()).await)
+            .await?;
+        let mut l = self.local.lock().expect("local");
+        let node = l.node.clone();
+        status.get_mut().warnings.extend(l.places.current(&node));
+        Ok(status)
     }
     async fn jobs(&self, r: Request<Empty>) -> Result<Response<JobsReply>, Status> {
         self.forward(async |c| c.jobs(r.into_inner()).await).await
     }
     async fn job_set(&self, r: Request<JobSetRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.job_set(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::JobSet(r.clone()),
+            async |c, r| c.job_set(r).await,
+        )
+        .await
     }
     async fn rule_start(&self, r: Request<RuleStartRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.rule_start(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleStart(r.rule.clone()),
+            async |c, r| c.rule_start(r).await,
+        )
+        .await
     }
     async fn rule_change(&self, r: Request<RuleChangeRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.rule_change(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleChange(r.clone()),
+            async |c, r| c.rule_change(r).await,
+        )
+        .await
     }
     async fn rule_stop(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.rule_stop(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::RuleStop(r.name.clone()),
+            async |c, r| c.rule_stop(r).await,
+        )
+        .await
     }
     async fn rule_list(&self, r: Request<Empty>) -> Result<Response<RuleListReply>, Status> {
         self.forward(async |c| c.rule_list(r.into_inner()).await)
             .await
     }
     async fn pool_set(&self, r: Request<PoolSetRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.pool_set(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::PoolSet(r.clone()),
+            async |c, r| c.pool_set(r).await,
+        )
+        .await
     }
     async fn pool_list(&self, r: Request<Empty>) -> Result<Response<PoolListReply>, Status> {
         self.forward(async |c| c.pool_list(r.into_inner()).await)
             .await
     }
     async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
-        self.auth.may_change(&r)?;
-        self.forward(async |c| c.pool_rm(r.into_inner()).await)
-            .await
+        self.change(
+            r,
+            |r| Change::PoolRm(r.name.clone()),
+            async |c, r| c.pool_rm(r).await,
+        )
+        .await
     }
 }
 
@@ -415,6 +565,6 @@ pub fn status_json(s: &StatusReply) -> serde_json::Value {
         "role": s.role, "single_node": s.single_node, "locals": s.locals, "jobs": s.jobs,
         "pools": s.pools, "rules": s.rules, "interval_s": s.interval_s, "cycle": s.cycle,
         "global_connected": s.global_connected, "cycle_us_median": s.cycle_us_median,
-        "cycle_us_last": s.cycle_us_last,
+        "cycle_us_last": s.cycle_us_last, "warnings": s.warnings,
     })
 }

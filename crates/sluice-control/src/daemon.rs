@@ -17,11 +17,10 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 use tonic::transport::server::Router;
 
-use crate::admin::{AdminService, Auth, ForwardAdmin, Hooks};
+use crate::admin::{AdminService, ForwardAdmin, Hooks};
+use crate::audit::{Event, Outcome, Who};
 use crate::config::persist::unwritable;
-use crate::config::{
-    AdminConfig, ConfigError, ConfigStore, ControlConfig, FileReplaced, Reloaded, StartedFrom,
-};
+use crate::config::{ConfigError, ConfigStore, FileReplaced, Reloaded, StartedFrom};
 use crate::coordinator::Coordinator;
 use crate::global::{ControlService, Global, cycle_at, run_deadlines};
 use crate::held_file::HeldFile;
@@ -33,9 +32,10 @@ use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
+use crate::site::{Role, Site};
 use crate::state_lock::StateLock;
-use crate::tls::{ServerConfig, incoming, server_config};
-use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix, read_token_file};
+use crate::tls::{ServerConfig, incoming};
+use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix};
 
 /// Largest message either side accepts: reports of a node's jobs are small; anything
 /// this large is an error or an attack.
@@ -57,7 +57,9 @@ pub struct LocalOptions {
     pub global: Option<Endpoint>,
     /// How to reach the global.
     pub connect: ConnectOptions,
-    /// Pools, rules and settings (single-node mode), or the admin table (both modes).
+    /// Pools, rules and settings (single-node mode), or the admin table (both modes);
+    /// `None` to start without a file (`--config none`). A file that does not exist stops
+    /// the start.
     pub config: Option<PathBuf>,
     /// Overrides the configuration's interval.
     pub interval: Option<Duration>,
@@ -72,7 +74,8 @@ pub struct GlobalOptions {
     pub listen: SocketAddr,
     /// The JSON API's address.
     pub http: Option<SocketAddr>,
-    /// Pools, rules, settings, admin table.
+    /// Pools, rules, settings, admin table; `None` to start without a file (`--config
+    /// none`). A file that does not exist stops the start.
     pub config: Option<PathBuf>,
     /// Where the configuration in force is kept across restarts.
     pub state_dir: PathBuf,
@@ -83,19 +86,6 @@ pub struct GlobalOptions {
 /// How long a stopping daemon lets the answers already under way go out (an attachment
 /// made just before the signal) before it exits.
 const STOP_GRACE: Duration = Duration::from_millis(200);
-
-/// Reads `path` (or the defaults) and applies `interval`: a local in a cluster, whose
-/// file holds its `[admin]` table only.
-fn load_config(path: Option<&PathBuf>, interval: Option<Duration>) -> Result<ControlConfig> {
-    let mut config = match path {
-        Some(p) if p.exists() => ControlConfig::load(p)?,
-        _ => ControlConfig::default(),
-    };
-    if let Some(i) = interval {
-        config.interval = i;
-    }
-    Ok(config)
-}
 
 /// The coordinator of a global or of a single-node local: the configuration its `file`
 /// and its `state_dir` give (see [`ConfigStore`]), with `interval` over theirs; where it
@@ -120,17 +110,6 @@ fn coordinator_of(
         _ => tracing::info!(?file, %state, "configuration: {started}"),
     }
     Ok(Coordinator::new(started.config, Some(store))?)
-}
-
-fn auth_of(config: &ControlConfig) -> Result<Auth> {
-    let token = match &config.admin.token_file {
-        Some(p) => Some(read_token_file(p)?),
-        None => None,
-    };
-    Ok(Auth {
-        group: config.admin.group.clone(),
-        token,
-    })
 }
 
 /// Resolves when the daemon is asked to stop.
@@ -201,9 +180,12 @@ impl Hooks for LocalHooks {
                 config.interval.as_secs_f64(),
             )
         };
-        let l = self.local.lock().expect("local");
+        let mut l = self.local.lock().expect("local");
+        let node = l.node.clone();
+        let warnings = l.places.current(&node);
         let (median, last) = cycle_figures(&self.cycle_us.lock().expect("times"));
         StatusReply {
+            warnings,
             role: "local".into(),
             single_node: true,
             locals: 1,
@@ -222,9 +204,15 @@ impl Hooks for LocalHooks {
 /// Runs a local controller until SIGTERM or SIGINT.
 pub async fn run_local(o: LocalOptions) -> Result<()> {
     let _lock = StateLock::take(&o.state_dir)?;
-    // Credentials first, as the global does.
-    let site = load_config(o.config.as_ref(), o.interval)?;
-    let auth = auth_of(&site)?;
+    // The site's file and its credentials first, as the global does.
+    let Site {
+        config: mut site,
+        auth,
+        ..
+    } = Site::read(o.config.as_deref(), Role::Local)?;
+    if let Some(i) = o.interval {
+        site.interval = i;
+    }
     let (config, coordinator) = match o.global {
         None => {
             let c = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
@@ -273,6 +261,7 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
                 global: global.clone(),
                 options: o.connect.clone(),
                 auth,
+                local: local.clone(),
             }))
         }
         (None, None) => unreachable!("a local is single-node or has a global"),
@@ -281,7 +270,7 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
         tokio::spawn(run_uplink(local.clone(), global, o.connect.clone()));
     }
     tokio::spawn(local_ticks(local.clone(), cycle_us, metrics));
-    tokio::spawn(reload_on_hup(coordinator.clone(), {
+    tokio::spawn(reload_on_hup(coordinator.clone(), o.config.clone(), {
         let local = local.clone();
         move |policy, interval| {
             let mut l = local.lock().expect("local");
@@ -314,16 +303,24 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     .context("local controller")
 }
 
-/// SIGHUP: the configuration file is read again; on error the one in force stays.
+/// SIGHUP: the configuration file (`file`) is read again; on error the one in force
+/// stays. Each reload is audited.
 async fn reload_on_hup(
     coordinator: Option<Arc<Mutex<Coordinator>>>,
+    file: Option<PathBuf>,
     apply: impl Fn(Policy, Duration) + Send + 'static,
 ) {
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         return;
     };
+    let who = Who::signal("SIGHUP");
+    let what = match &file {
+        Some(f) => format!("configuration file {:?}", f.display().to_string()),
+        None => "no configuration file".to_owned(),
+    };
     while hup.recv().await.is_some() {
         let Some(c) = &coordinator else { continue };
+        let event = Event::new("reload", &who, &what);
         // The coordinator is not held while the policy is applied: the local's cycle
         // takes the two locks in the other order.
         let reloaded = {
@@ -332,18 +329,19 @@ async fn reload_on_hup(
         };
         match reloaded {
             Ok((Reloaded::NoFile, ..)) => tracing::info!("SIGHUP: no --config file to read"),
-            Ok((Reloaded::Unchanged, ..)) => tracing::info!(
-                "SIGHUP: the configuration file is unchanged since it was last read; \
-                 the configuration in force stays, with the admin changes made since"
+            Ok((Reloaded::Unchanged, ..)) => event.done(
+                Some("the configuration in force, with the admin changes made since"),
+                Some("the same: the file is unchanged since it was last read"),
             ),
             Ok((Reloaded::Changed { dropped, .. }, p, interval)) => match Policy::from_proto(&p) {
                 Ok(p) => {
-                    tracing::info!("configuration reloaded: {}", FileReplaced(&dropped));
+                    let replaced = FileReplaced(&dropped).to_string();
+                    event.done(Some("the configuration in force"), Some(&replaced));
                     apply(p, interval);
                 }
-                Err(e) => tracing::error!("configuration not applied: {e:#}"),
+                Err(e) => event.not_done(Outcome::Failed, &format!("not applied: {e:#}")),
             },
-            Err(e) => tracing::error!("configuration not reloaded: {e:#}"),
+            Err(e) => event.not_done(Outcome::Failed, &format!("not reloaded: {e:#}")),
         }
     }
 }
@@ -416,8 +414,9 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
     }
 }
 
-/// The global's hooks: a change goes to every local.
-struct GlobalHooks(Arc<Global>);
+/// The global's hooks: a change goes to every local; its status carries the warnings
+/// it started with.
+struct GlobalHooks(Arc<Global>, Vec<String>);
 
 impl Hooks for GlobalHooks {
     fn changed(&self) {
@@ -438,6 +437,7 @@ impl Hooks for GlobalHooks {
         };
         let (median, last) = cycle_figures(&g.cycle_us.lock().expect("times"));
         StatusReply {
+            warnings: self.1.clone(),
             role: "global".into(),
             single_node: false,
             locals: g.locals() as u32,
@@ -467,11 +467,11 @@ fn spawn_http(addr: SocketAddr, routes: axum::Router) {
 /// Runs a global controller until SIGTERM or SIGINT.
 pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let _lock = StateLock::take(&o.state_dir)?;
-    // Credentials first (the `[admin]` table is always the file's): one that cannot be
-    // used stops the start with one line, before any state is restored or logged.
-    let site = load_config(o.config.as_ref(), None)?;
-    let auth = auth_of(&site)?;
-    let (tls, admission) = link_security(&site.admin, &auth)?;
+    // The site's file and its credentials first (the `[admin]` table is always the
+    // file's): one that cannot be used stops the start with one line, before any state
+    // is restored or logged.
+    let Site { config, auth, tls } = Site::read(o.config.as_deref(), Role::Global)?;
+    let admission = Admission::new(auth.token.clone(), config.admin.client_ca.is_some());
     let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
     let global = Global::new(coordinator, metrics, Some(HeldFile::new(&o.state_dir)));
@@ -482,12 +482,12 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let mut server = Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE))
         .http2_keepalive_timeout(Some(KEEPALIVE));
-    admission.warn_if_open(addr);
+    let warnings = admission.warn_if_open(addr).into_iter().collect();
     let control = ControlServer::new(ControlService(global.clone(), admission))
         .max_decoding_message_size(MAX_MESSAGE);
     let admin = Arc::new(AdminService::new(
         global.coordinator.clone(),
-        GlobalHooks(global.clone()),
+        GlobalHooks(global.clone(), warnings),
         auth,
     ));
     if let Some(addr) = o.http {
@@ -500,10 +500,14 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     }
     let admin = AdminServer::from_arc(admin);
     tokio::spawn(run_deadlines(global.clone()));
-    tokio::spawn(reload_on_hup(Some(global.coordinator.clone()), {
-        let global = global.clone();
-        move |_, _| global.broadcast_policy()
-    }));
+    tokio::spawn(reload_on_hup(
+        Some(global.coordinator.clone()),
+        o.config.clone(),
+        {
+            let global = global.clone();
+            move |_, _| global.broadcast_policy()
+        },
+    ));
     tracing::info!(%addr, "global controller ready");
     let shutdown = Arc::new(Notify::new());
     let router = server.add_service(control).add_service(admin);
@@ -519,20 +523,6 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     })
     .await
     .context("global controller")
-}
-
-/// The TLS of the global's port and what it requires of locals, every file read now, so
-/// that an unreadable one stops the start.
-fn link_security(
-    admin: &AdminConfig,
-    auth: &Auth,
-) -> Result<(Option<Arc<ServerConfig>>, Admission)> {
-    let tls = match (&admin.tls_cert, &admin.tls_key) {
-        (Some(cert), Some(key)) => Some(server_config(cert, key, admin.client_ca.as_deref())?),
-        _ => None,
-    };
-    let admission = Admission::new(auth.token.clone(), admin.client_ca.is_some());
-    Ok((tls, admission))
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves; over TLS when `tls` is given.

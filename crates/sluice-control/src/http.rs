@@ -41,6 +41,7 @@ use tokio_stream::{Stream, StreamExt};
 
 use crate::admin::{AdminService, Change, Hooks, jobs_json, pools_json, status_json};
 use crate::cluster::{History, Series};
+use crate::audit::{self, Outcome, Who};
 use crate::proto::{JobSetRequest, PoolSetRequest, RuleChangeRequest};
 
 /// An error answer: a status and one line.
@@ -143,7 +144,7 @@ fn authorize<H: Hooks>(
     api: &Api<H>,
     headers: &HeaderMap,
     peer: SocketAddr,
-) -> Result<(), ApiError> {
+) -> Result<(), tonic::Status> {
     match &api.auth().token {
         Some(token) => {
             let given = headers
@@ -152,19 +153,40 @@ fn authorize<H: Hooks>(
                 .and_then(|v| v.strip_prefix("Bearer "));
             match given {
                 Some(g) if crate::transport::tokens_match(g, token) => Ok(()),
-                Some(_) => Err(ApiError(StatusCode::FORBIDDEN, "wrong bearer token".into())),
-                None => Err(ApiError(
-                    StatusCode::UNAUTHORIZED,
-                    "changes need Authorization: Bearer TOKEN".into(),
+                Some(_) => Err(tonic::Status::permission_denied("wrong bearer token")),
+                None => Err(tonic::Status::unauthenticated(
+                    "changes need Authorization: Bearer TOKEN",
                 )),
             }
         }
         None if peer.ip().is_loopback() => Ok(()),
-        None => Err(ApiError(
-            StatusCode::FORBIDDEN,
-            "changes over the network need a bearer token (admin.token_file)".into(),
+        None => Err(tonic::Status::permission_denied(
+            "changes over the network need a bearer token (admin.token_file)",
         )),
     }
+}
+
+/// Applies the change a request's body gives, for a caller `authorize` lets; audited
+/// either way. A caller refused is told so before any word on its body.
+fn submit<H: Hooks>(
+    api: &Api<H>,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+    change: Result<Change, JsonRejection>,
+) -> Answer {
+    let who = Who::remote(Some(peer));
+    let allowed = authorize(api, headers, peer);
+    let change = match (change, allowed) {
+        (Ok(change), allowed) => (change, allowed),
+        (Err(_), Err(refused)) => {
+            audit::Event::new("change", &who, "a request with an unreadable body")
+                .not_done(Outcome::Refused, refused.message());
+            return Err(refused.into());
+        }
+        (Err(rejected), Ok(())) => return Err(rejected.into()),
+    };
+    api.submit(change.0, &who, change.1)?;
+    done()
 }
 
 fn done() -> Answer {
@@ -317,17 +339,17 @@ async fn job_set<H: Hooks>(
     Path(job): Path<String>,
     body: Result<Json<JobBody>, JsonRejection>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    let Json(b) = body?;
-    api.apply(Change::JobSet(JobSetRequest {
-        job,
-        pool: b.pool,
-        limit: b.limit,
-        weight: b.weight,
-        clear_limit: b.clear_limit,
-        clear_weight: b.clear_weight,
-    }))?;
-    done()
+    let change = body.map(|Json(b)| {
+        Change::JobSet(JobSetRequest {
+            job,
+            pool: b.pool,
+            limit: b.limit,
+            weight: b.weight,
+            clear_limit: b.clear_limit,
+            clear_weight: b.clear_weight,
+        })
+    });
+    submit(&api, &headers, peer, change)
 }
 
 /// `PUT /api/v1/pools/{name}`.
@@ -349,16 +371,16 @@ async fn pool_set<H: Hooks>(
     Path(name): Path<String>,
     body: Result<Json<PoolBody>, JsonRejection>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    let Json(b) = body?;
-    api.apply(Change::PoolSet(PoolSetRequest {
-        name,
-        filter: b.filter,
-        capacity: b.capacity,
-        algorithm: b.algorithm,
-        params: b.params,
-    }))?;
-    done()
+    let change = body.map(|Json(b)| {
+        Change::PoolSet(PoolSetRequest {
+            name,
+            filter: b.filter,
+            capacity: b.capacity,
+            algorithm: b.algorithm,
+            params: b.params,
+        })
+    });
+    submit(&api, &headers, peer, change)
 }
 
 async fn pool_rm<H: Hooks>(
@@ -367,9 +389,7 @@ async fn pool_rm<H: Hooks>(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    api.apply(Change::PoolRm(name))?;
-    done()
+    submit(&api, &headers, peer, Ok(Change::PoolRm(name)))
 }
 
 /// `POST /api/v1/rules`.
@@ -385,10 +405,8 @@ async fn rule_start<H: Hooks>(
     headers: HeaderMap,
     body: Result<Json<RuleBody>, JsonRejection>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    let Json(b) = body?;
-    api.apply(Change::RuleStart(b.rule))?;
-    done()
+    let change = body.map(|Json(b)| Change::RuleStart(b.rule));
+    submit(&api, &headers, peer, change)
 }
 
 /// `PATCH /api/v1/rules/{name}`.
@@ -405,13 +423,13 @@ async fn rule_change<H: Hooks>(
     Path(name): Path<String>,
     body: Result<Json<RuleChangeBody>, JsonRejection>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    let Json(b) = body?;
-    api.apply(Change::RuleChange(RuleChangeRequest {
-        name,
-        change: b.change,
-    }))?;
-    done()
+    let change = body.map(|Json(b)| {
+        Change::RuleChange(RuleChangeRequest {
+            name,
+            change: b.change,
+        })
+    });
+    submit(&api, &headers, peer, change)
 }
 
 async fn rule_stop<H: Hooks>(
@@ -420,7 +438,5 @@ async fn rule_stop<H: Hooks>(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Answer {
-    authorize(&api, &headers, peer)?;
-    api.apply(Change::RuleStop(name))?;
-    done()
+    submit(&api, &headers, peer, Ok(Change::RuleStop(name)))
 }

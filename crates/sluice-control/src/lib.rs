@@ -24,8 +24,12 @@
 //! - [`segment_file`]: a job's segment as a file, changed live; [`state_lock`]: one
 //!   daemon per state directory.
 //! - [`identity`]: users and groups from the system's database.
+//! - [`site`]: the site's configuration file as a daemon starts with it (and `sluice
+//!   config check` checks it); [`audit`]: one log line and one count for every change
+//!   and every refusal.
 
 pub mod admin;
+pub mod audit;
 pub mod cluster;
 pub mod config;
 pub mod coordinator;
@@ -39,6 +43,7 @@ pub mod link_auth;
 pub mod local;
 pub mod metrics;
 pub mod segment_file;
+pub mod site;
 pub mod state_lock;
 pub mod tls;
 pub mod transport;

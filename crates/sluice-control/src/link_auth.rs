@@ -1,6 +1,6 @@
 //! Who may be a local controller of a global: the credentials the global requires on a
 //! Control session (the cluster's token, a client certificate signed by its client CA),
-//! its log of each refusal, and a local's reading of a refusal, said once with what to do.
+//! its audit line of each refusal, and a local's reading of a refusal, said once with what to do.
 //!
 //! A global with neither credential configured admits every caller, and says so at start.
 
@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_rustls::rustls::{self, AlertDescription};
 use tonic::{Code, Request, Status, Streaming};
 
+use crate::audit::{Event, Outcome, Who};
 use crate::proto::{LocalMessage, local_message};
 use crate::transport::{Endpoint, check_bearer};
 
@@ -43,15 +44,19 @@ impl Admission {
         }
     }
 
-    /// Logs, once at start, that every caller is admitted when nothing is required.
-    pub fn warn_if_open(&self, addr: SocketAddr) {
-        if self.token.is_none() && !self.client_certificate {
-            tracing::warn!(
-                "locals are not authenticated (no admin.token_file, no admin.client_ca): any \
-                 host that reaches {addr} can act as a local controller and steer allocations; \
-                 see docs/deploy.md"
-            );
+    /// Logs, once at start, that every caller is admitted when nothing is required; the
+    /// warning, for `sluice status`.
+    pub fn warn_if_open(&self, addr: SocketAddr) -> Option<String> {
+        if self.token.is_some() || self.client_certificate {
+            return None;
         }
+        let warning = format!(
+            "locals are not authenticated (no admin.token_file, no admin.client_ca): any \
+             host that reaches {addr} can act as a local controller and steer allocations; \
+             see docs/deploy.md"
+        );
+        tracing::warn!("{warning}");
+        Some(warning)
     }
 
     /// Admits `request` only with every credential required.
@@ -87,15 +92,15 @@ pub async fn refuse(
         }))) => hello.node.chars().take(CLAIM_SHOWN).collect(),
         _ => String::new(),
     };
-    let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
     // The claimed name is the caller's text: quoted and escaped, so that it cannot
     // forge a line of the log.
-    tracing::warn!(
-        %peer,
-        node = ?claimed,
-        "local controller refused: {}",
-        refused.why
-    );
+    Event::new(
+        "link",
+        &Who::remote(peer),
+        format_args!("local controller {claimed:?}"),
+    )
+    .node(&claimed)
+    .not_done(Outcome::Refused, &refused.why);
     Status::unauthenticated(format!("{}: {}", refused.why, refused.advice))
 }
 

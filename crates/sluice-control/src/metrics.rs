@@ -146,6 +146,11 @@ impl Default for Metrics {
             "Messages to a local not sent because its queue was full",
             m.dropped.clone(),
         );
+        r.register(
+            "audit_events",
+            "Administrators' changes and refusals, by action and outcome (see the audit log lines)",
+            crate::audit::events(),
+        );
         Metrics { registry, ..m }
     }
 }

@@ -132,7 +132,7 @@ async fn linger(mut tcp: TcpStream) {
 }
 
 /// Logs a failed handshake: a connection closed before it said anything (a port scan, a
-/// health check) only at debug level, anything else as a refusal.
+/// health check) only at debug level, anything else audited as a refused link.
 fn handshake_failed(peer: SocketAddr, e: &std::io::Error) {
     let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) else {
         tracing::debug!(%peer, "TLS handshake not finished: {e}");
@@ -146,7 +146,9 @@ fn handshake_failed(peer: SocketAddr, e: &std::io::Error) {
         rustls::Error::AlertReceived(_) => ": the client does not accept this global's certificate",
         _ => "",
     };
-    tracing::warn!(%peer, "TLS handshake refused: {tls}{hint}");
+    let who = crate::audit::Who::remote(Some(peer));
+    crate::audit::Event::new("link", &who, "TLS handshake")
+        .not_done(crate::audit::Outcome::Refused, &format!("{tls}{hint}"));
 }
 
 /// A client's TLS settings: it trusts only the CA in the PEM file `ca`, and presents

@@ -647,7 +647,10 @@ fn start_controllers(
         let log = work.join(format!("{node}.log"));
         reaper.0.push(spawn(
             Command::new(me)
-                .args(["local", "--node", &node, "--global", &url, "--socket"])
+                .args([
+                    "local", "--node", &node, "--global", &url, "--config", "none",
+                ])
+                .arg("--socket")
                 .arg(&socket)
                 .arg("--state-dir")
                 .arg(work.join(format!("state-{node}")))

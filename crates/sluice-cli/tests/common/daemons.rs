@@ -32,9 +32,16 @@ impl Daemon {
     }
 
     /// [`Daemon::start`] with the `sluice` and stage library of directory `bins` (another
-    /// release's).
+    /// release's). A daemon given no `--config` is given `--config none`: the tests have
+    /// no site file in /etc (a release before `none` reads it as a missing file, which it
+    /// took for no file).
     pub fn start_from(bins: &Path, netns: Option<&str>, args: &[String], log: PathBuf) -> Daemon {
         let sluice = bins.join("sluice");
+        let mut args = args.to_vec();
+        let daemon = matches!(args.first().map(String::as_str), Some("local" | "global"));
+        if daemon && !args.iter().any(|a| a == "--config") {
+            args.extend(["--config".to_owned(), "none".to_owned()]);
+        }
         let mut c = match netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
@@ -45,7 +52,7 @@ impl Daemon {
         };
         let err = std::fs::File::create(&log).expect("daemon log");
         let child = c
-            .args(args)
+            .args(&args)
             .env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
             .env("SLUICE_LOG_LEVEL", "info")
             .stdin(Stdio::null())
@@ -94,6 +101,29 @@ impl Drop for Daemon {
     }
 }
 
+/// `sluice global` on a free loopback port, its state in `dir/global-state`, with `extra`
+/// arguments, logging to `dir/global.log`; waits until `sluice status` answers from it.
+/// Returns it and its URL.
+pub fn start_global(dir: &Path, extra: &[&str]) -> (Daemon, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let state = path_str(&dir.join("global-state"));
+    let args: Vec<String> = ["global", "--listen", &listen, "--state-dir", &state]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect();
+    let global = Daemon::start(None, &args, dir.join("global.log"));
+    let url = format!("http://{listen}");
+    let answers = wait_for(Duration::from_secs(10), || {
+        Command::new(sluice_bin())
+            .args(["status", "--server", &url])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answers, "the global never answered: {}", global.log_text());
+    (global, url)
+}
+
 /// A local controller on a socket of its own, with its state directory and config.
 pub struct Local {
     /// The daemon.
@@ -130,7 +160,7 @@ impl Local {
         Self::launch(bins, dir, &config, extra, netns)
     }
 
-    /// `sluice local` in `dir` without `--config`; waits until it answers.
+    /// `sluice local` in `dir` with `--config none`; waits until it answers.
     pub fn without_config(dir: &Path, extra: &[&str], netns: Option<&str>) -> Local {
         Self::launch(&bin_dir(), dir, &[], extra, netns)
     }

@@ -155,6 +155,9 @@ fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
     if admin.group.as_deref() == Some("") {
         return Err(FieldError::new("group", "expected a group name"));
     }
+    if admin.users.iter().any(String::is_empty) {
+        return Err(FieldError::new("users", "expected login names"));
+    }
     match (&admin.tls_cert, &admin.tls_key) {
         (Some(_), None) => Err(FieldError::new("tls_key", "missing (tls_cert is set)")),
         (None, Some(_)) => Err(FieldError::new("tls_cert", "missing (tls_key is set)")),
@@ -290,6 +293,61 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     )
 }
 
+/// Fails unless the admin group and every admin user named exist on this host; the error
+/// is placed on the line that names them.
+pub(super) fn check_identities(
+    admin: &AdminConfig,
+    text: &str,
+    file: &str,
+) -> Result<(), ConfigError> {
+    /// Where the `[admin]` table names its group and users.
+    #[derive(Deserialize)]
+    struct Places {
+        admin: Option<AdminPlaces>,
+    }
+    #[derive(Deserialize)]
+    struct AdminPlaces {
+        group: Option<Spanned<String>>,
+        users: Option<Spanned<Vec<String>>>,
+    }
+    let places = toml::from_str::<Places>(text).ok().and_then(|p| p.admin);
+    let line = |span: Option<std::ops::Range<usize>>| {
+        span.map_or(1, |span| line_and_column(text, span.start).0)
+    };
+    let unknown = |line: usize, problem: String| ConfigError::Invalid {
+        file: file.to_owned(),
+        line,
+        problem,
+    };
+    if let Some(group) = &admin.group
+        && !crate::identity::group_exists(group)
+    {
+        let at = line(
+            places
+                .as_ref()
+                .and_then(|p| p.group.as_ref())
+                .map(Spanned::span),
+        );
+        let why = format!("admin: group: no group {group:?} on this host (getent group {group})");
+        return Err(unknown(at, why));
+    }
+    if let Some(user) = admin
+        .users
+        .iter()
+        .find(|user| !crate::identity::user_exists(user))
+    {
+        let at = line(
+            places
+                .as_ref()
+                .and_then(|p| p.users.as_ref())
+                .map(Spanned::span),
+        );
+        let why = format!("admin: users: no user {user:?} on this host (getent passwd {user})");
+        return Err(unknown(at, why));
+    }
+    Ok(())
+}
+
 /// Reads `stale_after`: a duration in [`STALE_AFTER_RANGE`].
 fn parse_stale_after(text: &str) -> Result<std::time::Duration, String> {
     let d = parse_millis(text).map_err(|e| e.to_string())?;
@@ -331,6 +389,10 @@ pub(super) fn render(config: &ControlConfig) -> String {
         .iter()
         .map(|group| format!("group = {}", quote(group)))
         .collect();
+    if !admin.users.is_empty() {
+        let users: Vec<String> = admin.users.iter().map(|user| quote(user)).collect();
+        admin_lines.push(format!("users = [{}]", users.join(", ")));
+    }
     for (key, path) in paths {
         if let Some(path) = path {
             admin_lines.push(format!("{key} = {}", quote(&path.to_string_lossy())));

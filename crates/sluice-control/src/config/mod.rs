@@ -9,6 +9,7 @@
 //!
 //! [admin]
 //! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
+//! users = ["alice"]                    # so may these users, by login name
 //! token_file = "/etc/sluice/token"     # bearer token for changes over TCP and for locals
 //! tls_cert = "/etc/sluice/cert.pem"    # TLS on the TCP listener: both or neither
 //! tls_key = "/etc/sluice/key.pem"
@@ -115,6 +116,9 @@ impl Default for ControlConfig {
 pub struct AdminConfig {
     /// Members of this group (and root) may make changes over the UNIX socket.
     pub group: Option<String>,
+    /// These users (by login name) may make changes over the UNIX socket too.
+    #[serde(default)]
+    pub users: Vec<String>,
     /// A file holding the bearer token that changes over TCP, and a global's locals,
     /// must present.
     pub token_file: Option<PathBuf>,
@@ -137,6 +141,17 @@ pub enum ConfigError {
         path: PathBuf,
         /// Why.
         source: io::Error,
+    },
+    /// The file does not exist: a daemon refuses to start without the file it was
+    /// given (or, given none, its default), so that a typo does not start it with no
+    /// policy.
+    #[error(
+        "{}: no such configuration file (`--config none` starts without one)",
+        path.display()
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
     },
     /// The file could not be written.
     #[error("{}: cannot save: {source}", path.display())]
@@ -185,6 +200,26 @@ impl ControlConfig {
             source,
         })?;
         file::parse(&text, &path.display().to_string())
+    }
+
+    /// Reads the site's file at `path` as a daemon does at start: it must exist, and the
+    /// admin group and users it names must exist on this host (a mistyped name would
+    /// leave the administrators locked out with no word why).
+    pub fn load_site(path: impl AsRef<Path>) -> Result<ControlConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => ConfigError::Missing {
+                path: path.to_owned(),
+            },
+            _ => ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            },
+        })?;
+        let file = path.display().to_string();
+        let config = file::parse(&text, &file)?;
+        file::check_identities(&config.admin, &text, &file)?;
+        Ok(config)
     }
 
     /// The configuration as a file that [`ControlConfig::parse`] reads back as `self`.

@@ -12,6 +12,7 @@ mod delta;
 mod job;
 pub mod membership;
 mod node;
+mod places;
 mod state_dir;
 mod uplink;
 
@@ -26,10 +27,12 @@ use tonic::Code;
 pub use delta::{Deltas, TOLERANCE};
 pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
+pub use places::PlaceWarnings;
 pub use uplink::run_uplink;
 
 use sluice_core::segment::{LAYOUT_VERSION, Latency};
 
+use crate::audit::{Event, Outcome, Who};
 use crate::cluster::{ChannelObs, NodeJob};
 use crate::coordinator::Coordinator;
 use crate::proto;
@@ -66,6 +69,8 @@ pub struct Local {
     /// Whether this controller stops: a launcher's connection that closes from now on
     /// closes because of it, not because the launcher went.
     stopping: bool,
+    /// Places jobs named that this node does not have, for `sluice status`.
+    pub places: PlaceWarnings,
 }
 
 /// A handle on the local controller's state.
@@ -110,6 +115,7 @@ impl Local {
             last_rates_cycle: 0,
             sent: Deltas::default(),
             stopping: false,
+            places: PlaceWarnings::default(),
         };
         state_dir::check_writable(&local.state_dir)?;
         // The policy is in force before the first job is adopted: the coordinator's, or
@@ -210,6 +216,8 @@ impl Local {
             ..JobRecord::default()
         };
         let mut job = LocalJob::create(record, &self.policy).map_err(invalid)?;
+        self.places
+            .check(&self.node, &id, &request.mounts, &request.fs_types);
         job.connected = 1;
         state_dir::save(&self.state_dir, &job.record);
         let path = job.record.segment.clone();
@@ -239,11 +247,16 @@ impl Local {
             true => "its process is not one of that job's".to_owned(),
             false => format!("that job runs as uid {}", job.record.uid),
         };
-        tracing::warn!(
-            job = %named, uid = caller.uid, pid = caller.pid,
-            "not joined to job {named}: {why}; attached in uid {}'s own space as {own}",
-            caller.uid
-        );
+        let who = Who::unix(caller.uid, Some(caller.pid));
+        Event::new("join", &who, format_args!("job {named:?}"))
+            .job(named)
+            .not_done(
+                Outcome::Refused,
+                &format!(
+                    "not joined to job {named}: {why}; attached in uid {}'s own space as {own}",
+                    caller.uid
+                ),
+            );
         own
     }
 
@@ -400,11 +413,18 @@ fn log_adopted(id: &str, job: &LocalJob) {
     }
 }
 
-/// A refused attachment as the launcher hears it, logged with who asked (`caller`, unknown
-/// off the UNIX socket), for which job and why.
+/// A refused attachment as the launcher hears it, audited with who asked (`caller`,
+/// unknown off the UNIX socket), for which job and why: refused when the caller may not,
+/// failed when what it asked is wrong.
 pub(crate) fn refusal(job: &str, caller: Option<Caller>, code: Code, why: String) -> tonic::Status {
-    let (uid, pid) = (caller.map(|c| c.uid), caller.map(|c| c.pid));
-    tracing::warn!(job = %job, uid, pid, "attach refused: {why}");
+    let who = caller.map_or_else(Who::default, |c| Who::unix(c.uid, Some(c.pid)));
+    let outcome = match code {
+        Code::PermissionDenied => Outcome::Refused,
+        _ => Outcome::Failed,
+    };
+    Event::new("attach", &who, format_args!("job {job:?}"))
+        .job(job)
+        .not_done(outcome, &why);
     tonic::Status::new(code, why)
 }
 
