@@ -28,6 +28,8 @@ const LAUNCH_BOUND: Duration = Duration::from_secs(3);
 /// Before and after each fault, the jobs run this long at their shares.
 const STEADY: Duration = Duration::from_millis(1500);
 const SEC: u64 = 1_000_000_000;
+/// The tests of this file each make the same network namespaces: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Fault {
@@ -280,6 +282,7 @@ fn case(c: &mut Cluster, s: &Scratch, fault: Fault, of: Of) {
 
 #[test]
 fn no_fault_of_a_controller_fails_a_job_or_lets_it_escape_its_pool() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut c) = Cluster::with(CONFIG, true, true) else {
         return;
     };
@@ -303,6 +306,7 @@ fn no_fault_of_a_controller_fails_a_job_or_lets_it_escape_its_pool() {
 /// half times the pool until node 0 came back.
 #[test]
 fn a_restarted_global_counts_the_shares_of_nodes_not_back_yet() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut c) = Cluster::with(CONFIG, true, true) else {
         return;
     };

@@ -171,7 +171,7 @@ fn wait_logged_thrice(global: &Global, what: &str) {
         let lines = global.log();
         let found = lines
             .lines()
-            .filter(|l| l.contains(what) && l.contains("peer=127.0.0.1:"));
+            .filter(|l| l.contains(what) && l.contains("from=\"127.0.0.1:"));
         found.count() >= 3
     });
     assert!(logged, "not thrice {what:?}: {}", global.log());
@@ -190,7 +190,8 @@ fn assert_refused(global: &Global, node: &Daemon, name: &str, why: &str, advice:
         global.log()
     );
     for line in global.refusals_of(name) {
-        assert!(line.contains("peer=127.0.0.1:"), "{line}");
+        // An audit line: the address the stream came from.
+        assert!(line.contains("from=\"127.0.0.1:"), "{line}");
         assert!(line.contains(why), "{line}");
     }
     assert_told_once(node, advice);

@@ -40,8 +40,8 @@ use tokio_stream::wrappers::IntervalStream;
 use tokio_stream::{Stream, StreamExt};
 
 use crate::admin::{AdminService, Change, Hooks, jobs_json, pools_json, status_json};
-use crate::cluster::{History, Series};
 use crate::audit::{self, Outcome, Who};
+use crate::cluster::{History, Series};
 use crate::proto::{JobSetRequest, PoolSetRequest, RuleChangeRequest};
 
 /// An error answer: a status and one line.
