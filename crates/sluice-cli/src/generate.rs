@@ -29,15 +29,21 @@ impl GenerateCmd {
         match self {
             Self::Man { dir } => {
                 create(dir)?;
-                clap_mangen::generate_to(crate::Cli::command(), dir)
-                    .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+                clap_mangen::generate_to(crate::Cli::command(), dir).with_context(|| {
+                    format!("cannot write the man pages into {}", dir.display())
+                })?;
             }
             Self::Completions { dir } => {
                 create(dir)?;
                 let mut cli = crate::Cli::command();
                 for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
                     clap_complete::generate_to(shell, &mut cli, "sluice", dir).with_context(
-                        || format!("cannot write the {shell} completions into {}", dir.display()),
+                        || {
+                            format!(
+                                "cannot write the {shell} completions into {}",
+                                dir.display()
+                            )
+                        },
                     )?;
                 }
             }
