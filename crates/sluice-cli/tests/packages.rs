@@ -1,0 +1,533 @@
+//! The packages as an administrator gets them: `packaging/package.sh --native` builds the
+//! .deb and the .rpm of this release build (the same description `make deb` and `make
+//! rpm` package the glibc 2.17 release with), and the tests check what they install, that
+//! lintian and `systemd-analyze verify` find no error, and that the unpacked tree runs as
+//! the units run it: the package's own postinst makes the `sluice` user, the global runs
+//! as that user with the shipped configuration and a token, a pool set with `sluice pool
+//! set` holds a job, the change lands in the state directory and the site's file stays
+//! byte for byte what was shipped.
+//!
+//! The daemons run in a mount and network namespace of their own, where the unpacked
+//! /usr, /etc and /var lie over the machine's (overlayfs, with every write kept on a
+//! temp tmpfs), so the units' command lines run as written and nothing of the machine
+//! changes: the user the postinst adds exists only in that namespace.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::daemons::{busiest_second, call_times, monotonic_ns, wait_for};
+use common::{Scratch, c_prog, path_str, shm_dir, tmp_dir, workspace};
+use tempfile::TempDir;
+
+/// The packages of this build, made once for every test of this file.
+struct Packages {
+    deb: PathBuf,
+    rpm: PathBuf,
+}
+
+fn packages() -> &'static Packages {
+    static PACKAGES: OnceLock<Packages> = OnceLock::new();
+    PACKAGES.get_or_init(|| {
+        let out = workspace().join("target/package-test");
+        let _ = std::fs::remove_dir_all(&out);
+        let o = Command::new("bash")
+            .arg(workspace().join("packaging/package.sh"))
+            .args(["--native", "--out"])
+            .arg(&out)
+            .args(["deb", "rpm"])
+            .output()
+            .expect("cannot run packaging/package.sh");
+        assert!(o.status.success(), "package.sh failed: {}", text(&o));
+        let find = |ext: &str| {
+            std::fs::read_dir(&out)
+                .expect("package dir")
+                .map(|e| e.expect("entry").path())
+                .find(|p| p.extension().is_some_and(|e| e == ext))
+                .unwrap_or_else(|| panic!("no .{ext} made: {}", text(&o)))
+        };
+        Packages {
+            deb: find("deb"),
+            rpm: find("rpm"),
+        }
+    })
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn run(cmd: &mut Command) -> String {
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?} failed: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The .deb unpacked (`dpkg-deb -x`) into a fresh directory, with its control files
+/// (`dpkg-deb -e`) in `DEBIAN/` beside.
+fn unpacked_deb() -> TempDir {
+    let root = tmp_dir();
+    let deb = &packages().deb;
+    run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(root.path()));
+    run(Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(deb)
+        .arg(root.path().join("DEBIAN")));
+    root
+}
+
+/// The files and links a package installs (not its directories), man pages aside.
+fn files_of(listing: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (man, files) = listing
+        .lines()
+        .map(str::to_owned)
+        .partition(|p: &String| p.starts_with("/usr/share/man/man1/"));
+    (files, man)
+}
+
+/// What the .deb holds, as `dpkg-deb -c` lists it: (files and links, man pages).
+fn deb_files() -> (BTreeSet<String>, BTreeSet<String>) {
+    let listing = run(Command::new("dpkg-deb").arg("-c").arg(&packages().deb));
+    let paths: Vec<String> = listing
+        .lines()
+        .filter(|l| !l.starts_with('d'))
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .map(|p| p.trim_start_matches('.').to_owned())
+        .collect();
+    files_of(&paths.join("\n"))
+}
+
+#[test]
+fn the_deb_installs_the_binary_stage_plugin_units_configs_man_pages_and_completions() {
+    let (files, man) = deb_files();
+    for want in [
+        "/usr/bin/sluice",
+        "/usr/lib/sluice/sluice",
+        "/usr/lib/sluice/libsluice_stage.so",
+        "/usr/lib/sluice/libsluice_spank.so",
+        "/usr/lib/systemd/system/sluice-global.service",
+        "/usr/lib/systemd/system/sluice-local.service",
+        "/etc/sluice/global.toml",
+        "/etc/sluice/local.toml",
+        "/etc/sluice/plugstack.conf",
+        "/etc/sluice/task-prolog.sh",
+        "/usr/share/bash-completion/completions/sluice",
+        "/usr/share/zsh/vendor-completions/_sluice",
+        "/usr/share/fish/vendor_completions.d/sluice.fish",
+        "/usr/share/doc/sluice/copyright",
+        "/usr/share/doc/sluice/README.md",
+        "/usr/share/doc/sluice/docs/deploy.md",
+    ] {
+        assert!(files.contains(want), "{want} not in the .deb: {files:#?}");
+    }
+    for page in ["sluice.1.gz", "sluice-global.1.gz", "sluice-pool-set.1.gz"] {
+        assert!(
+            man.contains(&format!("/usr/share/man/man1/{page}")),
+            "{page} not in the .deb: {man:#?}"
+        );
+    }
+    // Nothing outside the one set of install paths, and no page of the hidden command.
+    let paths = [
+        "/usr/bin/sluice",
+        "/usr/lib/sluice/",
+        "/usr/lib/systemd/system/sluice-",
+        "/etc/sluice/",
+        "/usr/share/doc/sluice/",
+        "/usr/share/bash-completion/completions/sluice",
+        "/usr/share/zsh/vendor-completions/_sluice",
+        "/usr/share/fish/vendor_completions.d/sluice.fish",
+    ];
+    for f in &files {
+        assert!(
+            paths.iter().any(|p| f.starts_with(p)),
+            "{f} is outside the install paths"
+        );
+    }
+    assert!(
+        man.iter().all(|m| !m.contains("generate")),
+        "a man page of `sluice generate`: {man:#?}"
+    );
+
+    let root = unpacked_deb();
+    let r = root.path();
+    let mode = |p: &str| {
+        std::fs::symlink_metadata(r.join(p.trim_start_matches('/')))
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("/usr/lib/sluice/sluice"), 0o755);
+    assert_eq!(mode("/usr/lib/sluice/libsluice_stage.so"), 0o644);
+    assert_eq!(mode("/usr/lib/sluice/libsluice_spank.so"), 0o644);
+    assert_eq!(mode("/etc/sluice/task-prolog.sh"), 0o755);
+    assert_eq!(mode("/var/lib/sluice"), 0o755);
+    assert_eq!(
+        std::fs::read_link(r.join("usr/bin/sluice")).expect("/usr/bin/sluice is a link"),
+        Path::new("../lib/sluice/sluice")
+    );
+    // The examples are the site's once installed: conffiles, which an upgrade keeps.
+    let conffiles = std::fs::read_to_string(r.join("DEBIAN/conffiles")).expect("conffiles");
+    for f in [
+        "global.toml",
+        "local.toml",
+        "plugstack.conf",
+        "task-prolog.sh",
+    ] {
+        assert!(
+            conffiles.lines().any(|l| l == format!("/etc/sluice/{f}")),
+            "/etc/sluice/{f} is not a conffile: {conffiles}"
+        );
+    }
+    // The shipped files are the repository's.
+    for (shipped, source) in [
+        ("etc/sluice/global.toml", "packaging/etc/global.toml"),
+        ("etc/sluice/plugstack.conf", "packaging/etc/plugstack.conf"),
+        (
+            "usr/lib/systemd/system/sluice-global.service",
+            "packaging/systemd/sluice-global.service",
+        ),
+    ] {
+        assert_eq!(
+            std::fs::read(r.join(shipped)).expect("shipped file"),
+            std::fs::read(workspace().join(source)).expect("source file"),
+            "{shipped} differs from {source}"
+        );
+    }
+}
+
+#[test]
+fn the_rpm_lists_the_same_files_as_the_deb() {
+    let listing = run(Command::new("rpm")
+        .args(["-qlp", "--nosignature"])
+        .arg(&packages().rpm));
+    let rpm = files_of(&listing);
+    let (deb_files, deb_man) = deb_files();
+    // zsh reads completions from each distribution's own directory.
+    let deb_files: BTreeSet<String> = deb_files
+        .into_iter()
+        .map(|f| f.replace("/zsh/vendor-completions/", "/zsh/site-functions/"))
+        .collect();
+    // rpm lists the directories it owns beside the files; the .deb's we left out.
+    let rpm_files: BTreeSet<String> = rpm
+        .0
+        .into_iter()
+        .filter(|f| f != "/var/lib/sluice")
+        .collect();
+    assert_eq!(
+        rpm_files, deb_files,
+        "the .rpm's files differ from the .deb's"
+    );
+    assert_eq!(
+        rpm.1, deb_man,
+        "the .rpm's man pages differ from the .deb's"
+    );
+}
+
+#[test]
+fn lintian_finds_no_error_in_the_deb() {
+    let o = Command::new("lintian")
+        .args(["--tag-display-limit", "0"])
+        .arg(&packages().deb)
+        .output()
+        .expect("cannot run lintian (tests/deps.sh installs it)");
+    let out = text(&o);
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("E:")).collect();
+    assert!(errors.is_empty(), "lintian errors:\n{out}");
+    // Warnings are allowed; they show with --nocapture.
+    println!("lintian:\n{out}");
+}
+
+/// A mount and network namespace (held by a sleeping process) where the unpacked
+/// package's /usr, /etc and /var lie over the machine's, writes going to a temp tmpfs.
+struct Installed {
+    holder: Child,
+    root: TempDir,
+    _writes: TempDir,
+}
+
+impl Installed {
+    /// The .deb unpacked and laid over the machine (its postinst not run yet).
+    fn new() -> Installed {
+        let root = unpacked_deb();
+        let writes = shm_dir();
+        let holder = Command::new("unshare")
+            .args([
+                "--mount",
+                "--net",
+                "--propagation",
+                "private",
+                "sleep",
+                "600",
+            ])
+            .spawn()
+            .expect("cannot run unshare");
+        let installed = Installed {
+            holder,
+            root,
+            _writes: writes,
+        };
+        // Nothing is mounted before the holder is in namespaces of its own: entered
+        // earlier, its namespaces would be this machine's.
+        let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
+        let pid = installed.holder.id().to_string();
+        let apart = wait_for(Duration::from_secs(10), || {
+            ["mnt", "net"]
+                .iter()
+                .all(|k| ns(&pid, k).is_some_and(|n| Some(n) != ns("self", k)))
+        });
+        assert!(apart, "unshare never made its namespaces");
+        let (r, w) = (
+            path_str(installed.root.path()),
+            path_str(installed._writes.path()),
+        );
+        let overlay = |dir: &str| {
+            format!(
+                "mkdir -p {w}{dir}.up {w}{dir}.work && mount -t overlay overlay \
+                 -o lowerdir={r}{dir}:{dir},upperdir={w}{dir}.up,workdir={w}{dir}.work {dir}"
+            )
+        };
+        // A global reached by its units' name, sluice-head; a /run of its own, with the
+        // RuntimeDirectory= of the local's unit.
+        let setup = format!(
+            "set -e; ip link set lo up; {}; {}; {}; mount -t tmpfs tmpfs /run; \
+             mkdir /run/sluice; echo '127.0.0.1 sluice-head' >> /etc/hosts",
+            overlay("/usr"),
+            overlay("/etc"),
+            overlay("/var"),
+        );
+        installed.sh(&setup);
+        installed
+    }
+
+    /// `CMD…` inside the namespace, as root.
+    fn command(&self, cmd: &[&str]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg("-t")
+            .arg(self.holder.id().to_string())
+            .args(["-m", "-n", "--"])
+            .args(cmd)
+            .env_remove("SLUICE_STAGE")
+            .env_remove("SLUICE_SOCKET")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `sh -c SCRIPT` inside the namespace, as root; its stdout.
+    fn sh(&self, script: &str) -> String {
+        run(&mut self.command(&["sh", "-c", script]))
+    }
+
+    /// A daemon started by the command line of its unit's `ExecStart=`, as written, and
+    /// as `user` (the unit's `User=`), logging to `log`.
+    fn daemon(&self, unit: &str, user: Option<&str>, log: &Path) -> Child {
+        let text =
+            std::fs::read_to_string(self.root.path().join("usr/lib/systemd/system").join(unit))
+                .expect("unit");
+        let exec = text
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("ExecStart=");
+        let mut cmd = vec![];
+        if let Some(u) = user {
+            cmd.extend(["setpriv", "--reuid", u, "--regid", u, "--init-groups", "--"]);
+        }
+        cmd.extend(exec.split_whitespace());
+        self.command(&cmd)
+            .env("SLUICE_LOG_LEVEL", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log"))
+            .spawn()
+            .expect("cannot start the daemon")
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        // The namespaces, their mounts and the user made inside go with their last process.
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+/// Kills the daemon when dropped.
+struct Running(Child, PathBuf);
+
+impl Running {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn needs_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: needs root for mount namespaces and users");
+    }
+    root
+}
+
+#[test]
+fn the_installed_units_verify() {
+    if !needs_root() {
+        return;
+    }
+    // Installed, the units find what they name: /usr/bin/sluice, their man pages.
+    let ns = Installed::new();
+    let o = ns
+        .command(&[
+            "systemd-analyze",
+            "verify",
+            "/usr/lib/systemd/system/sluice-global.service",
+            "/usr/lib/systemd/system/sluice-local.service",
+        ])
+        .output()
+        .expect("cannot run systemd-analyze");
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn the_installed_package_runs_a_pool_as_the_sluice_user_and_leaves_the_site_file_alone() {
+    if !needs_root() {
+        return;
+    }
+    let ns = Installed::new();
+    let logs = tmp_dir();
+    // The site put its token in place before installing, root's and 0600, as the
+    // deployment guide once said; the site's admin group exists.
+    ns.sh(
+        "set -e; umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' \
+         > /etc/sluice/token; groupadd hpcadm",
+    );
+    ns.sh(&format!(
+        "sh {}/DEBIAN/postinst configure",
+        path_str(ns.root.path())
+    ));
+    let owner = ns.sh("stat -c '%U:%G %a' /var/lib/sluice/global /etc/sluice/token");
+    assert_eq!(
+        owner, "sluice:sluice 750\nsluice:sluice 600\n",
+        "what the postinst made"
+    );
+
+    let global = Running(
+        ns.daemon(
+            "sluice-global.service",
+            Some("sluice"),
+            &logs.path().join("global.log"),
+        ),
+        logs.path().join("global.log"),
+    );
+    let local = Running(
+        ns.daemon("sluice-local.service", None, &logs.path().join("local.log")),
+        logs.path().join("local.log"),
+    );
+    let admin = |args: &[&str]| {
+        let mut cmd = vec!["/usr/bin/sluice"];
+        cmd.extend(args);
+        ns.command(&cmd).output().expect("sluice admin command")
+    };
+    // Admin commands on the local's socket go to the global, which counts its locals.
+    let connected = wait_for(Duration::from_secs(20), || {
+        let o = admin(&["status", "--json"]);
+        o.status.success()
+            && serde_json::from_slice::<serde_json::Value>(&o.stdout)
+                .is_ok_and(|v| v["locals"].as_u64().unwrap_or(0) >= 1)
+    });
+    assert!(
+        connected,
+        "the local never reached the global: {}\nglobal: {}\nlocal: {}",
+        text(&admin(&["status"])),
+        global.log(),
+        local.log()
+    );
+
+    let o = admin(&[
+        "pool",
+        "set",
+        "pkg-md",
+        "--match",
+        "op=getattr",
+        "--capacity",
+        "400/s",
+        "--algorithm",
+        "psfa",
+    ]);
+    assert!(
+        o.status.success(),
+        "sluice pool set: {}\nglobal: {}",
+        text(&o),
+        global.log()
+    );
+
+    // A stat loop of 4 s, launched as a user's job would be, through /usr/bin/sluice.
+    let s = Scratch::new();
+    let calls = shm_dir();
+    let rate = c_prog("rate");
+    let start = monotonic_ns();
+    let job = ns
+        .command(&[
+            "/usr/bin/sluice",
+            "run",
+            "--job",
+            "77",
+            "--mount",
+            &s.file,
+            "--",
+            &rate,
+            "one",
+            &s.file,
+            &path_str(calls.path()),
+            "4000",
+        ])
+        .output()
+        .expect("the job");
+    assert!(job.status.success(), "the job failed: {}", text(&job));
+    let times = call_times(calls.path());
+    // Past its first cycle, the pool's 400/s with its 1% of burst and a call in flight;
+    // at least half of it used.
+    let settled = &times[times.partition_point(|&t| t < start + 1_500_000_000)..];
+    let most = busiest_second(settled);
+    assert!(
+        (200..=410).contains(&most),
+        "{most} calls in the busiest second past the first 1.5 s ({} in all) under a \
+         pool of 400/s\nlocal: {}",
+        times.len(),
+        local.log()
+    );
+
+    // The change is the state directory's; the site's file is as shipped.
+    let saved = ns.sh("grep -rl pkg-md /var/lib/sluice/global || true");
+    assert!(
+        !saved.trim().is_empty(),
+        "the pool is not in the state directory: {}",
+        ns.sh("ls -lR /var/lib/sluice/global")
+    );
+    assert_eq!(
+        ns.sh("cat /etc/sluice/global.toml").into_bytes(),
+        std::fs::read(workspace().join("packaging/etc/global.toml")).expect("global.toml"),
+        "the site's /etc/sluice/global.toml changed"
+    );
+}
