@@ -28,9 +28,9 @@ command -v rpm >/dev/null || missing+=(rpm)
 command -v lintian >/dev/null || missing+=(lintian)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)
 if ! command -v go >/dev/null; then
-    # Debian 12's golang-go (1.19) is too old for nfpm, which needs Go 1.25.
-    echo "tests/deps.sh: missing Go 1.25 or later (https://go.dev/dl/), for nfpm (packaging/package.sh)" >&2
-    exit 1
+    # Debian 12's golang-go (1.19) is too old for nfpm, which needs Go 1.25: the package
+    # tests say they are skipped.
+    echo "tests/deps.sh: no Go 1.25 or later (https://go.dev/dl/): the package tests are skipped" >&2
 fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
