@@ -65,7 +65,8 @@ pub enum PoolCmd {
         /// Its capacity, e.g. 10k/s or 2GiB/s.
         #[arg(long, value_name = "RATE")]
         capacity: String,
-        /// The algorithm dividing it: static, uniform, priority, psharing, psfa, adaptbf,
+        /// The algorithm dividing it: static, uniform, uniform-share, priority,
+        /// priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded,
         /// adaptbf-need, set10, reservations, drf (`sluice alloc --help`).
         #[arg(long, value_name = "ALGO")]
         algorithm: String,

@@ -9,12 +9,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{Daemon, Local, daemon_dir, free_port, wait_for};
-use common::sluice_bin;
+use common::{ok, sluice_bin};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -35,15 +35,6 @@ fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (status, body)
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Exit 2, one line on stderr, and the saved configuration as it was.

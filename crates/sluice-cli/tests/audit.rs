@@ -10,11 +10,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::daemons::{Local, daemon_dir, free_port, start_global, wait_for};
-use common::{open_to_all, path_str, sluice_bin};
+use common::{ok, open_to_all, path_str, sluice_bin};
 use serde_json::Value;
 
 /// A GET over HTTP/1.0; the body of a 200 answer.
@@ -34,15 +34,6 @@ fn audit_count(addr: &str, action: &str, outcome: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(&series))
         .and_then(|v| v.trim().parse().ok())
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The log's JSON lines (every line must be one) whose target is `audit`.

@@ -16,7 +16,7 @@ use common::daemons::{
     share, wait_for,
 };
 use common::net::{Net, start_global_with, wait_global};
-use common::{Scratch, c_prog, path_str, tmp_dir};
+use common::{Scratch, c_prog, ok, path_str, tmp_dir};
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -37,15 +37,6 @@ fn pool_md(capacity: &str) -> Vec<String> {
 /// `local.admin(args)` of owned words.
 fn admin(local: &Local, args: &[String]) -> std::process::Output {
     local.admin(&args.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-fn ok(o: &std::process::Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Whether `GET /metrics` on loopback `port` answers 200.

@@ -334,6 +334,17 @@ impl Sluice {
     }
 }
 
+/// A command's standard output, after checking that it succeeded (its standard error
+/// in the failure otherwise).
+pub fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// An `Output` as status and text.
 pub fn split(o: Output) -> (ExitStatus, String, String) {
     (
