@@ -17,9 +17,10 @@
 //!
 //! - a mount and network namespace where sluice is installed as the packages install
 //!   it (the release build in /usr/lib/sluice, /usr/bin/sluice, the units, the shipped
-//!   /etc/sluice), over a site that did what docs/deploy.md asks (a token in
-//!   /etc/sluice/token, the admin group `hpcadm`) and the package's postinst; only
-//!   loopback, and every write to /usr, /etc and /var kept on a temp tmpfs;
+//!   /etc/sluice), with what a site adds (the cluster's token in /etc/sluice/token, the
+//!   admin group `hpcadm` the shipped configuration names) and what the package's
+//!   postinst makes; only loopback, a /dev/shm of its own, and every write to /usr, /etc
+//!   and /var kept on a temp tmpfs;
 //! - the global and the local controllers started by their units' command lines,
 //!   the global as the `sluice` user, killed when the test ends;
 //! - as root, with the release build's directory (target/release) first on `PATH`, in a
