@@ -73,6 +73,13 @@ pub enum PoolCmd {
         /// An algorithm parameter, K=V (repeatable).
         #[arg(long = "param", value_name = "K=V")]
         params: Vec<String>,
+        /// The figure fed to the algorithm as each job's load: usage (the rate it was
+        /// admitted), arrivals (the calls that reached the gate) or wait-inflated
+        /// (sluice's estimate of its unthrottled demand). Default: the one the
+        /// algorithm's paper measures (psfa: usage, adaptbf: arrivals), else
+        /// wait-inflated; refused for algorithms that read no load.
+        #[arg(long, value_name = "ESTIMATOR")]
+        estimator: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -349,6 +356,7 @@ impl PoolCmd {
                 capacity,
                 algorithm,
                 params,
+                estimator,
                 server,
             } => {
                 let request = PoolSetRequest {
@@ -357,6 +365,7 @@ impl PoolCmd {
                     capacity: capacity.clone(),
                     algorithm: algorithm.clone(),
                     params: params.clone(),
+                    estimator: estimator.clone().unwrap_or_default(),
                 };
                 server.ask(async |c| c.pool_set(request).await)?;
             }
@@ -369,8 +378,8 @@ impl PoolCmd {
                 let units = pool_units(&reply);
                 print(server.json, pools_json(&reply), |_| {
                     let mut out = format!(
-                        "{:<14} {:>10} {:<10} {:>9} {:>9} {:>5}  MATCH\n",
-                        "POOL", "CAPACITY", "ALGORITHM", "ALLOCATED", "USED", "JOBS"
+                        "{:<14} {:>10} {:<15} {:<13} {:>9} {:>9} {:>5}  MATCH\n",
+                        "POOL", "CAPACITY", "ALGORITHM", "ESTIMATOR", "ALLOCATED", "USED", "JOBS"
                     );
                     for p in &reply.pools {
                         // An automatic pool: the capacity found, its last p99 and target.
@@ -385,11 +394,17 @@ impl PoolCmd {
                             capacity_text(p)
                         };
                         let rate = |v| rate_in(&units, &p.name, v);
+                        let estimator = if p.estimator.is_empty() {
+                            "-"
+                        } else {
+                            &p.estimator
+                        };
                         out += &format!(
-                            "{:<14} {:>10} {:<10} {:>9} {:>9} {:>5}  {}\n",
+                            "{:<14} {:>10} {:<15} {:<13} {:>9} {:>9} {:>5}  {}\n",
                             p.name,
                             capacity,
                             p.algorithm,
+                            estimator,
                             rate(p.allocated),
                             rate(p.used),
                             p.jobs,
