@@ -452,3 +452,43 @@ impl RuleAdmin {
         Ok(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Subcommand;
+
+    use super::*;
+
+    /// The algorithms and estimators `sluice pool set --help` lists are the registry's:
+    /// its list is written by hand, so a renamed or new algorithm must fail here.
+    #[test]
+    fn pool_set_help_names_every_algorithm_and_estimator() {
+        let cmd = PoolCmd::augment_subcommands(clap::Command::new("pool"));
+        let set = cmd.find_subcommand("set").expect("pool set");
+        let help = |arg: &str| {
+            set.get_arguments()
+                .find(|a| a.get_id() == arg)
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        };
+        let algorithm = help("algorithm");
+        let listed: Vec<&str> = algorithm
+            .split(':')
+            .nth(1)
+            .and_then(|list| list.split('(').next())
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .collect();
+        let known: Vec<&str> = sluice_policy::registry::ALGORITHMS
+            .iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(listed, known, "{algorithm}");
+        let estimator = help("estimator");
+        for e in sluice_policy::Estimator::ALL {
+            assert!(estimator.contains(e.name()), "{e}: {estimator}");
+        }
+    }
+}

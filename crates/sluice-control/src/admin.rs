@@ -524,7 +524,7 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,limit,weight}},
+/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
 /// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
 /// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
@@ -537,7 +537,8 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                 .iter()
                 .map(|(name, s)| {
                     let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
-                        "demand": s.demand, "limit": s.limit, "weight": s.weight, "wait": s.wait});
+                        "demand": s.demand, "arrivals": s.arrivals, "limit": s.limit, "weight": s.weight,
+                        "wait": s.wait});
                     (name.clone(), share)
                 })
                 .collect();

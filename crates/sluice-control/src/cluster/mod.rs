@@ -213,6 +213,7 @@ impl From<ShareView> for crate::proto::PoolShare {
             limit: s.limit,
             weight: s.weight,
             wait: s.wait,
+            arrivals: s.arrivals,
         }
     }
 }
