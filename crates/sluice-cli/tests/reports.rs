@@ -62,7 +62,7 @@ fn report_of(local: &Local, job: &str) -> Value {
 }
 
 #[test]
-fn a_jobs_report_counts_its_calls_survives_a_restart_and_is_pruned() {
+fn a_jobs_report_counts_its_calls_and_survives_a_restart() {
     let dir = daemon_dir();
     let mut local = local(dir.path(), "7d");
     let calls = stat_job(&local, "r1", "2000");
