@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+/// What the report types derive besides prost's own.
+const SERDE: &str = "#[derive(serde::Serialize, serde::Deserialize)] #[serde(default)]";
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let root = manifest.join("../../proto");
@@ -21,6 +24,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_transport(false)
         // Ordered maps: reports and views list jobs and pools in a stable order.
         .btree_map(".")
+        // Job reports are kept in the state directory as the JSON `sluice report --json`
+        // prints: one type from the wire to the disk.
+        .type_attribute(".sluice.v1.JobSummary", SERDE)
+        .type_attribute(".sluice.v1.NodeTotals", SERDE)
+        .type_attribute(".sluice.v1.PoolTotals", SERDE)
         .compile_fds(fds)?;
     Ok(())
 }

@@ -17,6 +17,7 @@ mod generate;
 mod identity;
 mod load;
 mod replay;
+mod report_cmd;
 mod rule_cmd;
 mod run;
 mod top;
@@ -45,6 +46,7 @@ enum Command {
     Status(admin_cmd::StatusArgs),
     /// Running jobs: nodes, and per pool their allocation, rate and demand.
     Jobs(admin_cmd::JobsArgs),
+    Report(report_cmd::ReportArgs),
     /// Set a job's reservation and weight.
     #[command(subcommand)]
     Job(admin_cmd::JobCmd),
@@ -98,6 +100,7 @@ fn main() {
         Command::Global(a) => a.run(),
         Command::Status(a) => a.run(),
         Command::Jobs(a) => a.run(),
+        Command::Report(a) => a.run(),
         Command::Job(c) => c.run(),
         Command::Pool(c) => c.run(),
         Command::Rule(c) => c.run(),

@@ -567,3 +567,58 @@ fn a_stopped_local_delays_a_step_no_more_than_the_plugins_deadline() {
         "not attached after SIGCONT: {out}"
     );
 }
+
+/// When a job ends, its report is `sluice report`'s, with every call it made, and its one
+/// line is in the job's AdminComment (`scontrol show job`; `sacct -o AdminComment` with
+/// slurmdbd, which this Slurm has not), put there by the plugin as the job's step ended.
+#[test]
+fn a_slurm_jobs_report_is_in_its_admin_comment() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let local = local_with_pool(dir.path());
+    let slurm_dir = tmp_dir();
+    let slurm = Slurm::start(slurm_dir.path(), &plugin_args(&local, ""), "");
+    // One thread of stat() for 3 s, run by slurmstepd itself (no shell, whose own stats
+    // would count too), each call's time logged.
+    let (work, out) = (tmp_dir(), tmp_dir());
+    let file = path_str(&work.path().join("f"));
+    std::fs::write(&file, "x").unwrap();
+    let rate = common::c_prog("rate");
+    let o = slurm.cmd(
+        "srun",
+        &["-n1", &rate, "one", &file, &path_str(out.path()), "3000"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let calls = common::daemons::call_times(out.path()).len() as u64;
+    // The only job of this Slurm.
+    let shown = slurm.cmd("scontrol", &["show", "job", "-o"]);
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let job = field(&text.replace(' ', "\n"), "JobId=");
+    let mut line = String::new();
+    let commented = wait_for(Duration::from_secs(20), || {
+        let o = slurm.cmd("scontrol", &["show", "job", "-o", &job]);
+        line = String::from_utf8_lossy(&o.stdout).into_owned();
+        line.contains("AdminComment=sluice: ")
+    });
+    assert!(
+        commented,
+        "no AdminComment: {line}\n{}",
+        slurm.log("slurmd.log")
+    );
+    let comment = &line[line.find("AdminComment=").unwrap()..];
+    let comment = &comment[..comment.find(" AllocNode").unwrap_or(comment.len())];
+    eprintln!("job {job} ({calls} calls): {comment}");
+    assert!(
+        comment.contains("md: ") && comment.contains(" calls, held "),
+        "{comment}"
+    );
+    let o = local.admin(&["report", &job, "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["pools"]["md"]["calls"], calls, "{report}");
+    assert_eq!(report["user"], "root", "{report}");
+    assert!(
+        report["pools"]["md"]["held_s"].as_f64().unwrap() > 0.5,
+        "{report}"
+    );
+}

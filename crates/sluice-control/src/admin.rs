@@ -20,8 +20,8 @@ use crate::identity::may_administer;
 use crate::proto::admin_client::AdminClient;
 use crate::proto::admin_server::Admin;
 use crate::proto::{
-    Empty, JobInfo, JobSetRequest, JobsReply, NameRequest, PoolListReply, PoolSetRequest,
-    RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote, StatusReply,
+    Empty, JobInfo, JobSetRequest, JobSummary, JobsReply, NameRequest, PoolListReply,
+    PoolSetRequest, RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote, StatusReply,
 };
 use crate::transport::{ConnectOptions, Endpoint, NoAnswer, check_bearer, connect, peer_cred};
 
@@ -370,6 +370,74 @@ impl<H: Hooks> Admin for AdminService<H> {
     async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
         self.checked(r, |r| Change::PoolRm(r.name))
     }
+    async fn summary(&self, r: Request<NameRequest>) -> Result<Response<JobSummary>, Status> {
+        let reader = Reader::of(&r, &self.auth);
+        let job = r.into_inner().name;
+        let c = self.coordinator.lock().expect("coordinator");
+        let plain = c.summary(&job);
+        let own = reader
+            .own_space(&job, plain.as_ref())
+            .and_then(|id| c.summary(&id));
+        Ok(Response::new(reader.read(&job, plain, own)?))
+    }
+}
+
+/// Who reads a job's report: its own user, or an administrator (root, the admin group
+/// and users on a UNIX socket; a token holder, or a caller on loopback without a token
+/// file, over TCP).
+pub struct Reader {
+    who: Who,
+    /// Whether the caller may read any job's report.
+    admin: bool,
+}
+
+impl Reader {
+    /// The caller of `request`, as `auth` sees it.
+    pub fn of<T>(request: &Request<T>, auth: &Auth) -> Reader {
+        Reader {
+            who: Who::of(request),
+            admin: auth.may_change(request).is_ok(),
+        }
+    }
+
+    /// The id under which to look for `job` besides its own, given what was found under
+    /// it (`plain`): a user who names a job of their own space by its short name
+    /// (`sluice run --job 7777`, kept as `uid1000:7777`) is given that one.
+    pub fn own_space(&self, job: &str, plain: Option<&JobSummary>) -> Option<String> {
+        let uid = self.who.uid.filter(|_| !self.admin)?;
+        plain
+            .is_none_or(|r| r.uid != uid)
+            .then(|| crate::local::own_job_id(uid, job))
+    }
+
+    /// The report of `job` if the caller may read it: `own` (found under
+    /// [`Reader::own_space`]'s id), else `plain`. An unknown job is NotFound; another
+    /// user's job is refused, and the refusal audited.
+    pub fn read(
+        &self,
+        job: &str,
+        plain: Option<JobSummary>,
+        own: Option<JobSummary>,
+    ) -> Result<JobSummary, Status> {
+        let found = own.or(plain);
+        let Some(report) = found else {
+            return Err(Status::not_found(format!(
+                "no report of job {job}: unknown, still running with nothing ended yet, \
+                 or older than report_retention"
+            )));
+        };
+        if self.admin || self.who.uid == Some(report.uid) {
+            return Ok(report);
+        }
+        let why = format!(
+            "job {job} is uid {}'s: only its user or an administrator may read its report",
+            report.uid
+        );
+        Event::new("report", &self.who, format_args!("job {job:?}"))
+            .job(job)
+            .not_done(Outcome::Refused, &why);
+        Err(Status::permission_denied(why))
+    }
 }
 
 /// A local's Admin service in cluster mode: reads and changes go to its global, changes
@@ -438,6 +506,16 @@ impl ForwardAdmin {
             Err(e) => event.not_done(Outcome::Failed, e.message()),
         }
         answer
+    }
+
+    /// The global's report of `job`; `None` when it has none.
+    async fn summary_of(&self, job: String) -> Result<Option<JobSummary>, Status> {
+        let name = NameRequest { name: job };
+        match self.forward(async |c| c.summary(name).await).await {
+            Ok(report) => Ok(Some(report.into_inner())),
+            Err(e) if e.code() == tonic::Code::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     async fn client(&self) -> Result<Client, Status> {
@@ -521,6 +599,18 @@ impl Admin for ForwardAdmin {
             async |c, r| c.pool_rm(r).await,
         )
         .await
+    }
+    async fn summary(&self, r: Request<NameRequest>) -> Result<Response<JobSummary>, Status> {
+        // The global answers this local (an administrator to it); who may read which
+        // report is decided here, where the caller's uid is known.
+        let reader = Reader::of(&r, &self.auth);
+        let job = r.into_inner().name;
+        let plain = self.summary_of(job.clone()).await?;
+        let own = match reader.own_space(&job, plain.as_ref()) {
+            Some(id) => self.summary_of(id).await?,
+            None => None,
+        };
+        Ok(Response::new(reader.read(&job, plain, own)?))
     }
 }
 

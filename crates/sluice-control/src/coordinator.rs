@@ -16,6 +16,7 @@ use crate::cluster::{
 };
 use crate::config::{AdminError, AdminErrorKind, ConfigStore, ControlConfig, Reloaded};
 use crate::proto;
+use crate::report::Reports;
 
 /// The configuration and the computation it drives.
 pub struct Coordinator {
@@ -27,6 +28,8 @@ pub struct Coordinator {
     policy_version: u64,
     /// The settings last given to the cluster, to clear the ones removed.
     settings: Vec<(String, Option<String>)>,
+    /// The reports of jobs that ended, and the allocations of those that run.
+    reports: Reports,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -61,8 +64,13 @@ impl ChangeError {
 impl Coordinator {
     /// A coordinator running `config`; changes are saved in `store` when given.
     pub fn new(config: ControlConfig, store: Option<ConfigStore>) -> Result<Self, ChangeError> {
+        let reports = Reports::open(
+            store.as_ref().map(ConfigStore::state_dir),
+            config.report_retention,
+        );
         let mut c = Coordinator {
             config: ControlConfig::default(),
+            reports,
             store,
             cluster: Cluster::new(Default::default())?,
             policy_version: 0,
@@ -174,6 +182,7 @@ impl Coordinator {
             })
             .collect();
         self.cluster.set_pools(plans)?;
+        self.reports.set_retention(config.report_retention);
         for (job, pool) in std::mem::take(&mut self.settings) {
             self.cluster
                 .set_job(&job, pool.as_deref(), JobSetting::default())?;
@@ -201,7 +210,22 @@ impl Coordinator {
     /// One control cycle: the rates to push, per node.
     pub fn compute(&mut self, cycle: u64) -> Result<Vec<NodeRates>, ClusterError> {
         let interval_s = self.config.interval.as_secs_f64();
-        self.cluster.compute(cycle, interval_s)
+        let rates = self.cluster.compute(cycle, interval_s)?;
+        self.reports.sample(&self.cluster.jobs());
+        Ok(rates)
+    }
+
+    /// Rows of jobs that ended on `node` (as its local made them), into their reports.
+    pub fn finished(&mut self, node: &str, rows: Vec<proto::JobSummary>) {
+        for row in rows {
+            self.reports.finished(node, row);
+        }
+    }
+
+    /// The report of `job`, if one is kept (partial while the job still runs somewhere).
+    pub fn summary(&self, job: &str) -> Option<proto::JobSummary> {
+        let running = self.cluster.jobs().iter().any(|j| j.job == job);
+        self.reports.get(job, running)
     }
 
     /// Jobs as `sluice jobs` shows them.

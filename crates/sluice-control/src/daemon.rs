@@ -374,6 +374,7 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
                 c.cluster().report_latency(&node, observed.latency);
                 c.cluster()
                     .report(&node, cycle, true, observed.jobs, observed.ended);
+                c.finished(&node, observed.finished);
                 let rates = c.compute(cycle);
                 c.cluster().record_history(interval.as_secs_f64());
                 if let Some(m) = &metrics {
@@ -403,12 +404,15 @@ async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Opt
             let full = std::mem::take(&mut l.full_next);
             let mut observed = observed;
             l.delta(&mut observed, full);
+            // Kept until a report carrying them is queued: a job's end is told once.
+            let finished = observed.finished.clone();
             let report = report_message(cycle, interval.as_secs_f64(), full, observed);
             let message = LocalMessage {
                 body: Some(local_message::Body::Report(report)),
             };
             if tx.try_send(message).is_err() {
                 l.full_next = true;
+                l.finished.extend(finished);
             }
         }
     }

@@ -118,6 +118,7 @@ enum Event {
         jobs: Vec<NodeJob>,
         ended: Vec<String>,
         latency: BTreeMap<String, Latency>,
+        finished: Vec<crate::proto::JobSummary>,
     },
     Disconnected(String, u64),
 }
@@ -388,9 +389,8 @@ impl Global {
             self.interval_ns
                 .store(interval.as_nanos() as u64, Ordering::Relaxed);
             for event in events.drain(..) {
-                let cluster = c.cluster();
                 match event {
-                    Event::Connected(node) => cluster.node_connected(&node),
+                    Event::Connected(node) => c.cluster().node_connected(&node),
                     Event::Report {
                         node,
                         cycle,
@@ -398,11 +398,15 @@ impl Global {
                         jobs,
                         ended,
                         latency,
+                        finished,
                     } => {
+                        let cluster = c.cluster();
                         cluster.report_latency(&node, latency);
                         cluster.report(&node, cycle, full, jobs, ended);
+                        // Named by the session, whatever the rows say.
+                        c.finished(&node, finished);
                     }
-                    Event::Disconnected(node, cycle) => cluster.node_disconnected(&node, cycle),
+                    Event::Disconnected(node, cycle) => c.cluster().node_disconnected(&node, cycle),
                 }
             }
             let Some(cycle) = due else {
@@ -558,6 +562,7 @@ impl Global {
             jobs,
             ended: report.ended,
             latency,
+            finished: report.finished,
         });
         sessions.reported(node, id, cycle);
         if sessions.close_if_complete() || sessions.events.len() >= BATCH {

@@ -144,3 +144,62 @@ fn is_refusal(status: &Status) -> bool {
         tonic::Code::PermissionDenied | tonic::Code::InvalidArgument
     )
 }
+
+/// The report of `job` once it ended on every node, asked of the local controller at
+/// `socket` by a launcher that has just let the job go (the Slurm plugin, as a step's last
+/// task exits). Each call waits at most `deadline`; the question is asked again while the
+/// local has yet to see the job end (it reaps a job at its next interval), for at most
+/// `wait`. `Ok(None)`: the job runs on (another step or node holds it, as seen two cycles
+/// after the first question), or it has no report and is not attached (it never was).
+pub fn ended_report(
+    socket: &Path,
+    job: &str,
+    deadline: Duration,
+    wait: Duration,
+) -> Result<Option<crate::proto::JobSummary>, String> {
+    use crate::proto::admin_client::AdminClient;
+    use crate::proto::{Empty, NameRequest};
+    if !socket.exists() {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let endpoint = Endpoint::Unix(socket.to_owned());
+    let options = ConnectOptions {
+        connect_timeout: deadline,
+        ..ConnectOptions::default()
+    };
+    let start = std::time::Instant::now();
+    let mut first_cycle = None;
+    runtime.block_on(async {
+        loop {
+            let asked = within(&endpoint, deadline, async {
+                let mut admin = AdminClient::new(connect(&endpoint, &options).await?);
+                // The cycle first: a view of a later cycle saw what was asked before it.
+                let cycle = admin.status(Empty {}).await?.into_inner().cycle;
+                let name = NameRequest {
+                    name: job.to_owned(),
+                };
+                let report = match admin.summary(name).await {
+                    Ok(r) => Some(r.into_inner()),
+                    Err(s) if s.code() == tonic::Code::NotFound => None,
+                    Err(s) => return Err(s.into()),
+                };
+                let jobs = admin.jobs(Empty {}).await?.into_inner().jobs;
+                Ok((cycle, report, jobs.iter().any(|j| j.job == job)))
+            })
+            .await;
+            let (cycle, report, listed) = asked.map_err(|e| format!("{e:#}"))?;
+            let first = *first_cycle.get_or_insert(cycle);
+            // Two cycles on, the local has reaped what it was going to.
+            let settled = cycle >= first + 2;
+            match (report, listed) {
+                (Some(r), _) if !r.running => return Ok(Some(r)),
+                _ if settled || start.elapsed() >= wait => return Ok(None),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+}

@@ -27,6 +27,7 @@
 //! - [`site`]: the site's configuration file as a daemon starts with it (and `sluice
 //!   config check` checks it); [`audit`]: one log line and one count for every change
 //!   and every refusal.
+//! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
 
 pub mod admin;
 pub mod audit;
@@ -42,6 +43,7 @@ pub mod launcher;
 pub mod link_auth;
 pub mod local;
 pub mod metrics;
+pub mod report;
 pub mod segment_file;
 pub mod site;
 pub mod state_lock;

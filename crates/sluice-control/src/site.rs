@@ -44,14 +44,16 @@ impl Role {
     }
 
     /// The role a file's contents suggest: a global's when it holds what only a global
-    /// (or a single-node local) uses, pools, rules, job settings, `stale_after`, TLS;
-    /// else a local's in a cluster, whose file holds its `[admin]` table.
+    /// (or a single-node local) uses, pools, rules, job settings, `stale_after`,
+    /// `report_retention`, TLS; else a local's in a cluster, whose file holds its
+    /// `[admin]` table.
     pub fn of(config: &ControlConfig) -> Role {
         let admin = &config.admin;
         let global = !config.pools.is_empty()
             || !config.rules.is_empty()
             || !config.jobs.is_empty()
             || config.stale_after != DEFAULT_STALE_AFTER
+            || config.report_retention != crate::report::DEFAULT_RETENTION
             || admin.tls_cert.is_some()
             || admin.client_ca.is_some();
         if global { Role::Global } else { Role::Local }

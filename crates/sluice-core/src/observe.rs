@@ -78,6 +78,12 @@ impl Snapshot {
         }
     }
 
+    /// The plain sums of each watched channel, in the order watched: what a job's
+    /// threads were admitted, charged and held since its segment was made.
+    pub fn totals(&self) -> &[ChannelTotal] {
+        &self.totals
+    }
+
     /// The latencies sampled on watched channel `c` (a pool's) between `prev` and `self`.
     pub fn latency_since(&self, prev: &Snapshot, c: usize) -> Latency {
         let then = prev.totals.get(c).copied().unwrap_or_default();

@@ -19,6 +19,8 @@ pub const JOB_ID: c_int = 2;
 pub const JOB_STEPID: c_int = 3;
 /// `S_JOB_NNODES` (`uint32_t *`).
 pub const JOB_NNODES: c_int = 4;
+/// `S_JOB_LOCAL_TASK_COUNT` (`uint32_t *`): the step's tasks on this node.
+pub const JOB_LOCAL_TASK_COUNT: c_int = 6;
 
 /// `ESPANK_SUCCESS`.
 pub const SUCCESS: c_int = 0;

@@ -10,6 +10,10 @@
 //! inside the job joins it as one of its processes. The stage itself stays socket-free:
 //! the connection is slurmstepd's.
 //!
+//! When a step's last task on a node exits, the plugin lets the job go there and, when that
+//! ended the job everywhere, puts its report's one line (`sluice report`) in the job's
+//! AdminComment.
+//!
 //! Nothing the plugin does can fail a job that did not ask for something wrong: with no
 //! local controller on the node, or the stage missing, the step runs untouched and the
 //! reason goes to slurmd's log; a controller that does not answer within the site's
@@ -406,4 +410,113 @@ pub unsafe extern "C" fn slurm_spank_exit(
 ) -> c_int {
     drop(locked(&HELD).take());
     0
+}
+
+/// Tasks of this step that exited, in slurmstepd.
+static TASKS_EXITED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// As each task of the step exits, in slurmstepd (as root, before Slurm hears that the
+/// step ended, while the job still runs: slurmctld refuses to change a finished job): at
+/// the last task of the node, lets the job go and, when that ended the job on every node,
+/// puts its report's one line in the job's AdminComment, where `scontrol show job` shows
+/// it (and `sacct -o AdminComment`, with slurmdbd). Never fails the step.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_task_exit(
+    sp: Spank,
+    _ac: c_int,
+    _av: *const *const c_char,
+) -> c_int {
+    let exited = TASKS_EXITED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    // SAFETY: `sp` is Slurm's handle; these items take a uint32_t *.
+    let (tasks, job) = unsafe { (item(sp, ffi::JOB_LOCAL_TASK_COUNT), item(sp, ffi::JOB_ID)) };
+    if exited < tasks.unwrap_or(1) {
+        return 0;
+    }
+    let Some(held) = locked(&HELD).take() else {
+        return 0;
+    };
+    let attached = matches!(held, Held::Attached(_));
+    // Closing the connection detaches the step.
+    drop(held);
+    let site = locked(&SITE).clone();
+    let (Some(site), Some(job), true) = (site, job, attached) else {
+        return 0;
+    };
+    let Some(wait) = site.report else {
+        return 0;
+    };
+    match sluice_control::launcher::ended_report(
+        &site.socket,
+        &job.to_string(),
+        site.deadline,
+        wait,
+    ) {
+        Ok(Some(r)) => admin_comment(&site, job, &sluice_control::report::line(&r)),
+        Ok(None) => {}
+        Err(e) => log(false, &format!("job {job}: no report: {e}")),
+    }
+    0
+}
+
+/// Sets job `job`'s AdminComment to `line` with `scontrol update`, within the site's
+/// deadline (a slurmctld that does not answer is left, and said so in slurmd's log).
+fn admin_comment(site: &Site, job: u32, line: &str) {
+    let child = std::process::Command::new(&site.scontrol)
+        .arg("update")
+        .arg(format!("JobId={job}"))
+        .arg(format!("AdminComment={line}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            log(
+                true,
+                &format!("job {job}: cannot run {}: {e}", site.scontrol.display()),
+            );
+            return;
+        }
+    };
+    let start = std::time::Instant::now();
+    // scontrol's own timeout is slurmctld's MessageTimeout (10 s by default): the
+    // site's deadline, at least a few seconds, bounds it here.
+    let limit = site.deadline.max(std::time::Duration::from_secs(5));
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return,
+            Ok(Some(status)) => {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                log(
+                    true,
+                    &format!(
+                        "job {job}: scontrol update AdminComment: {status}: {}",
+                        err.trim()
+                    ),
+                );
+                return;
+            }
+            Ok(None) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                log(
+                    true,
+                    &format!(
+                        "job {job}: scontrol did not answer within {limit:?}; AdminComment not set"
+                    ),
+                );
+                return;
+            }
+        }
+    }
 }

@@ -10,7 +10,12 @@ use sluice_control::transport::DEFAULT_DEADLINE;
 use sluice_core::rule::{Rule, RulesFile};
 
 /// The keys plugstack.conf may give, for error messages.
-const KEYS: &str = "default, socket, stage, mount, fs-type, deadline, unreachable";
+const KEYS: &str =
+    "default, socket, stage, mount, fs-type, deadline, unreachable, report, scontrol";
+
+/// How long a step's end waits for the job's report unless `report=` says: a few of the
+/// local's default intervals (the local reaps the job at its next one).
+pub const DEFAULT_REPORT_WAIT: Duration = Duration::from_secs(5);
 
 /// The site's settings: the arguments after the plugin's path in plugstack.conf.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +37,12 @@ pub struct Site {
     /// What a step does when the controller's socket is there but nothing answers in
     /// time (`unreachable=standalone|refuse`).
     pub unreachable: Unreachable,
+    /// How long a step's end waits, at most, for the job's report to put its summary in
+    /// Slurm's AdminComment (`report=5s`); `None` (`report=off`) leaves AdminComment
+    /// alone.
+    pub report: Option<Duration>,
+    /// The `scontrol` that sets AdminComment (`scontrol=`).
+    pub scontrol: PathBuf,
 }
 
 impl Default for Site {
@@ -44,6 +55,8 @@ impl Default for Site {
             fs_types: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             unreachable: Unreachable::default(),
+            report: Some(DEFAULT_REPORT_WAIT),
+            scontrol: PathBuf::from("/usr/bin/scontrol"),
         }
     }
 }
@@ -84,6 +97,15 @@ impl Site {
                         .parse()
                         .map_err(|e| anyhow::anyhow!("plugstack.conf: unreachable={e}"))?
                 }
+                "report" => {
+                    site.report = match value {
+                        "off" => None,
+                        _ => Some(parse_duration(value).map_err(|e| {
+                            anyhow::anyhow!("plugstack.conf: report={value}: {e} (or off)")
+                        })?),
+                    }
+                }
+                "scontrol" => site.scontrol = absolute(key, value)?,
                 _ => bail!("plugstack.conf: unknown key '{key}' (keys: {KEYS})"),
             }
         }
@@ -144,8 +166,17 @@ mod tests {
             "fs-type=lustre,nfs4",
             "deadline=500ms",
             "unreachable=refuse",
+            "report=off",
+            "scontrol=/opt/slurm/bin/scontrol",
         ])
         .unwrap();
+        assert_eq!(site.report, None);
+        assert_eq!(site.scontrol, PathBuf::from("/opt/slurm/bin/scontrol"));
+        assert_eq!(
+            Site::parse(["report=2s"]).unwrap().report,
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(Site::default().report, Some(DEFAULT_REPORT_WAIT));
         assert!(!site.on_by_default);
         assert_eq!(site.socket, PathBuf::from("/run/s.sock"));
         assert_eq!(site.mounts, ["/scratch", "/home"]);
@@ -162,6 +193,8 @@ mod tests {
             "mount",
             "deadline=soon",
             "unreachable=wait",
+            "report=later",
+            "scontrol=scontrol",
         ] {
             let e = Site::parse([bad]).unwrap_err().to_string();
             assert!(e.starts_with("plugstack.conf: "), "{bad}: {e}");

@@ -12,13 +12,14 @@ use toml::Spanned;
 use super::duration::{format_duration, parse_duration, parse_millis};
 use super::job::{JobSpec, parse_limit};
 use super::pool::{AutoSpec, FieldError, PoolSpec};
-use super::{AdminConfig, ConfigError, ControlConfig, STALE_AFTER_RANGE};
+use super::{AdminConfig, ConfigError, ControlConfig, REPORT_RETENTION_RANGE, STALE_AFTER_RANGE};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     interval: Option<Spanned<String>>,
     stale_after: Option<Spanned<String>>,
+    report_retention: Option<Spanned<String>>,
     admin: Option<Spanned<AdminConfig>>,
     #[serde(default)]
     pool: Vec<Spanned<RawPool>>,
@@ -104,6 +105,10 @@ pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError
     if let Some(stale) = &raw.stale_after {
         config.stale_after = parse_stale_after(stale.get_ref())
             .map_err(|e| invalid(stale.span().start, "stale_after", FieldError::whole(e)))?;
+    }
+    if let Some(keep) = &raw.report_retention {
+        config.report_retention = parse_retention(keep.get_ref())
+            .map_err(|e| invalid(keep.span().start, "report_retention", FieldError::whole(e)))?;
     }
     if let Some(admin) = raw.admin {
         check_admin(admin.get_ref()).map_err(|e| invalid(admin.span().start, "admin", e))?;
@@ -364,6 +369,32 @@ fn parse_stale_after(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// Reads `report_retention`: days (`7d`) or a duration (`12h`), in
+/// [`REPORT_RETENTION_RANGE`].
+fn parse_retention(text: &str) -> Result<std::time::Duration, String> {
+    let d = match text.strip_suffix('d') {
+        Some(days) => parse_millis(&format!("{days}h"))
+            .map(|h| h * 24)
+            .map_err(|_| format!("{text:?} is not a duration (e.g. 7d, 12h)"))?,
+        None => parse_millis(text).map_err(|e| e.to_string())?,
+    };
+    if !REPORT_RETENTION_RANGE.contains(&d) {
+        return Err(format!(
+            "{text:?} is out of range (from 1s to {}d)",
+            REPORT_RETENTION_RANGE.end().as_secs() / 86400
+        ));
+    }
+    Ok(d)
+}
+
+/// `report_retention` as [`parse_retention`] reads it: whole days as days.
+fn format_retention(d: std::time::Duration) -> String {
+    match d.as_millis() % 86_400_000 {
+        0 => format!("{}d", d.as_secs() / 86400),
+        _ => format_duration(d),
+    }
+}
+
 /// Writes `config` in the file format, every value as [`parse`] reads it back.
 pub(super) fn render(config: &ControlConfig) -> String {
     let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
@@ -380,6 +411,13 @@ pub(super) fn render(config: &ControlConfig) -> String {
         "stale_after = {}",
         quote(&format_duration(config.stale_after))
     );
+    if config.report_retention != crate::report::DEFAULT_RETENTION {
+        let _ = writeln!(
+            out,
+            "report_retention = {}",
+            quote(&format_retention(config.report_retention))
+        );
+    }
     let admin = &config.admin;
     let paths = [
         ("token_file", &admin.token_file),

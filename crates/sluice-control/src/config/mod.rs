@@ -6,6 +6,7 @@
 //! ```toml
 //! interval = "1s"                      # 10ms to 1h; default 1s
 //! stale_after = "5m"                   # a silent node's shares stay counted; 1s to 24h
+//! report_retention = "7d"              # job reports kept this long; 1s to 3650d
 //!
 //! [admin]
 //! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
@@ -75,6 +76,8 @@ pub struct ControlConfig {
     /// once would let the pool be exceeded; past this, a node presumed dead no longer
     /// holds capacity.
     pub stale_after: Duration,
+    /// How long a job's report is kept after the job ended (see [`crate::report`]).
+    pub report_retention: Duration,
     /// Who may change things, and how the TCP listener is secured.
     pub admin: AdminConfig,
     /// The pools, in the order written; names are unique.
@@ -95,6 +98,11 @@ pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(300);
 pub const STALE_AFTER_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_secs(1)..=Duration::from_secs(24 * 3600);
 
+/// The shortest and longest `report_retention`: a second (tests, or a site that wants
+/// only the log line) to ten years.
+pub const REPORT_RETENTION_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(3650 * 24 * 3600);
+
 impl Default for ControlConfig {
     /// No pools, rules or job settings, a control interval of one second, and silent
     /// nodes' shares kept for [`DEFAULT_STALE_AFTER`].
@@ -102,6 +110,7 @@ impl Default for ControlConfig {
         ControlConfig {
             interval: Duration::from_secs(1),
             stale_after: DEFAULT_STALE_AFTER,
+            report_retention: crate::report::DEFAULT_RETENTION,
             admin: AdminConfig::default(),
             pools: Vec::new(),
             rules: Vec::new(),

@@ -15,7 +15,7 @@
 //! - the `[admin]` table (who may change things, the TLS files) is always the file's, and
 //!   never saved: the admin API cannot set it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{AdminConfig, ConfigError, ControlConfig};
@@ -95,6 +95,11 @@ impl ConfigStore {
             source,
         })?;
         Ok(ConfigStore { file, state_dir })
+    }
+
+    /// The state directory it keeps the configuration in.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 
     /// The file the configuration in force is kept in.

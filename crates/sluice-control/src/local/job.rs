@@ -19,6 +19,8 @@ use sluice_core::rule::{Rule, Unit, parse_rule};
 use sluice_core::segment::{Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError};
 
 use crate::cluster::{ChannelObs, SegmentNote};
+use crate::proto::PoolTotals;
+use crate::report::Allocation;
 use crate::segment_file::{HeaderFile, SegmentFile, monotonic_ns, rule_limit};
 
 /// What a job's record in the state directory holds: enough to adopt its segment after a
@@ -50,6 +52,10 @@ pub struct JobRecord {
     pub rule_slots: BTreeMap<String, u8>,
     /// Pools by name.
     pub pool_slots: BTreeMap<String, u8>,
+    /// When it was attached on this node, seconds since the epoch (0 in a record written
+    /// before job reports).
+    #[serde(default)]
+    pub started: f64,
 }
 
 /// The pools and admin rules a job's segment is built from.
@@ -103,6 +109,8 @@ pub struct LocalJob {
     last: Snapshot,
     /// The share of each pool last written, by pool name.
     pub pool_rates: BTreeMap<String, f64>,
+    /// This node's share of each pool, sampled every interval, for its report.
+    pub allocation: BTreeMap<String, Allocation>,
 }
 
 /// A job's segment as this controller holds it.
@@ -222,6 +230,7 @@ impl LocalJob {
                     channels: Vec::new(),
                     last: Snapshot::default(),
                     pool_rates: BTreeMap::new(),
+                    allocation: BTreeMap::new(),
                 });
             }
         };
@@ -256,6 +265,7 @@ impl LocalJob {
             watched,
             channels,
             pool_rates: BTreeMap::new(),
+            allocation: BTreeMap::new(),
         }
     }
 
@@ -369,6 +379,41 @@ impl LocalJob {
             }
         }
         seen
+    }
+
+    /// Samples the shares last written, once per interval.
+    pub fn sample_allocation(&mut self) {
+        for (pool, &rate) in &self.pool_rates {
+            self.allocation.entry(pool.clone()).or_default().add(rate);
+        }
+    }
+
+    /// What the job's threads did on this node since its segment was made, per pool:
+    /// calls admitted, bytes charged, seconds held, and its share over time. Nothing of
+    /// an untouched segment, whose counters this build cannot read.
+    pub fn totals(&self) -> BTreeMap<String, PoolTotals> {
+        let JobSegment::Controlled(segment) = &self.segment else {
+            return BTreeMap::new();
+        };
+        let now = snapshot(segment, &self.watched);
+        let mut pools = BTreeMap::new();
+        for ((channel, w), t) in self.channels.iter().zip(&self.watched).zip(now.totals()) {
+            let Channel::Pool(name) = channel else {
+                continue;
+            };
+            let mut p = PoolTotals {
+                calls: t.admitted,
+                bytes: t.bytes,
+                held_s: t.wait_ns as f64 / 1e9,
+                in_bytes: w.bytes,
+                ..PoolTotals::default()
+            };
+            if let Some(a) = self.allocation.get(name) {
+                a.write(&mut p);
+            }
+            pools.insert(name.clone(), p);
+        }
+        pools
     }
 
     /// Logs the refusals counted in the segment since they were last logged.

@@ -48,6 +48,8 @@ pub struct Local {
     pub jobs: BTreeMap<String, LocalJob>,
     /// Jobs that ended since the last report.
     ended: Vec<String>,
+    /// Their rows for the job reports, until they are handed on.
+    pub finished: Vec<proto::JobSummary>,
     policy: Policy,
     /// The single-node computation; `None` when a global controller decides.
     pub coordinator: Option<Arc<Mutex<Coordinator>>>,
@@ -85,6 +87,8 @@ pub struct Observed {
     pub rules: BTreeMap<String, BTreeMap<String, ChannelObs>>,
     /// Jobs gone since the last report.
     pub ended: Vec<String>,
+    /// Their rows for the job reports (one node each).
+    pub finished: Vec<proto::JobSummary>,
     /// Per pool, over every job of the node: the latencies the stage sampled (for pools
     /// whose capacity is found from their latency).
     pub latency: BTreeMap<String, Latency>,
@@ -105,6 +109,7 @@ impl Local {
             shm_dir,
             jobs: BTreeMap::new(),
             ended: Vec::new(),
+            finished: Vec::new(),
             policy: Policy::default(),
             coordinator,
             uplink: None,
@@ -213,6 +218,7 @@ impl Local {
             mounts: request.mounts.clone(),
             fs_types: request.fs_types.clone(),
             launchers: vec![pid],
+            started: crate::report::now_s(),
             ..JobRecord::default()
         };
         let mut job = LocalJob::create(record, &self.policy).map_err(invalid)?;
@@ -293,11 +299,36 @@ impl Local {
             .collect();
         for id in gone {
             if let Some(job) = self.jobs.remove(&id) {
+                // Read before the file goes: the totals are the segment's counters.
+                let row = self.row(&job);
                 let _ = std::fs::remove_file(&job.record.segment);
                 state_dir::forget(&self.state_dir, &id);
-                tracing::info!(job = %id, "ended");
+                tracing::info!(job = %id, "ended: {}", crate::report::line(&row));
+                self.finished.push(row);
                 self.ended.push(id);
             }
+        }
+    }
+
+    /// The row of `job`'s report this node makes as it ends.
+    fn row(&self, job: &LocalJob) -> proto::JobSummary {
+        let r = &job.record;
+        let ended = crate::report::now_s();
+        let started = if r.started > 0.0 { r.started } else { ended };
+        proto::JobSummary {
+            job: r.job.clone(),
+            user: r.user.clone(),
+            uid: r.uid,
+            nodes: vec![proto::NodeTotals {
+                node: self.node.clone(),
+                started,
+                ended,
+                attachments: 1,
+                pools: job.totals(),
+            }],
+            started,
+            ended,
+            ..proto::JobSummary::default()
         }
     }
 
@@ -309,6 +340,7 @@ impl Local {
         let mut rules = BTreeMap::new();
         let mut latency = BTreeMap::<String, Latency>::new();
         for (id, job) in &mut self.jobs {
+            job.sample_allocation();
             let seen = job.observe();
             for (pool, l) in &seen.latency {
                 latency.entry(pool.clone()).or_default().add(l);
@@ -327,6 +359,7 @@ impl Local {
             jobs,
             rules,
             ended: std::mem::take(&mut self.ended),
+            finished: std::mem::take(&mut self.finished),
             latency,
         }
     }
@@ -475,6 +508,7 @@ pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> p
             })
             .collect(),
         ended: o.ended,
+        finished: o.finished,
         latency: o
             .latency
             .into_iter()

@@ -34,7 +34,7 @@ mod tests;
 pub use fields::{Cond, FIELDS, Field, Scope, keys_markdown};
 pub use file::{RulesFile, RulesFileError};
 pub use parse::{ParseError, parse_conditions, parse_rule};
-pub use rate::{Rate, Unit, format_rate_approx};
+pub use rate::{Rate, Unit, format_amount_approx, format_rate_approx};
 
 use crate::op::Op;
 

@@ -122,6 +122,18 @@ pub fn format_rate_approx(per_sec: f64, unit: Unit) -> String {
     format!("{}/s", quantity::format_approx(per_sec, unit))
 }
 
+/// Writes a measured amount (calls, bytes) as [`format_rate_approx`] writes a rate,
+/// without `/s`: `12k`, `3.5GiB`.
+///
+/// ```
+/// use sluice_core::rule::{Unit, format_amount_approx};
+/// assert_eq!(format_amount_approx(12_000.0, Unit::Ops), "12k");
+/// assert_eq!(format_amount_approx(3.0 * 1024.0 * 1024.0, Unit::Bytes), "3.0MiB");
+/// ```
+pub fn format_amount_approx(value: f64, unit: Unit) -> String {
+    quantity::format_approx(value, unit)
+}
+
 impl FromStr for Rate {
     type Err = ParseError;
 

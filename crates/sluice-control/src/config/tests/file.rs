@@ -420,3 +420,31 @@ fn a_job_period_is_read_and_written() {
         "config:3: job[1] \"7\": period: must be more than zero"
     );
 }
+
+/// `report_retention`: days or a duration, in range, written back as read.
+#[test]
+fn report_retention_reads_days_and_is_checked() {
+    let c = ControlConfig::parse("report_retention = \"30d\"\n").unwrap();
+    assert_eq!(c.report_retention, Duration::from_secs(30 * 86400));
+    assert_eq!(ControlConfig::parse(&c.to_toml()).unwrap(), c);
+    let c = ControlConfig::parse("report_retention = \"90m\"\n").unwrap();
+    assert_eq!(c.report_retention, Duration::from_secs(5400));
+    assert_eq!(ControlConfig::parse(&c.to_toml()).unwrap(), c);
+    for (text, error) in [
+        (
+            "report_retention = \"0s\"",
+            "config:1: report_retention: \"0s\" is out of range (from 1s to 3650d)",
+        ),
+        (
+            "report_retention = \"a week\"",
+            "config:1: report_retention: \"a week\" is not a duration (e.g. 200ms, 1s)",
+        ),
+        (
+            "report_retention = \"xd\"",
+            "config:1: report_retention: \"xd\" is not a duration (e.g. 7d, 12h)",
+        ),
+    ] {
+        let e = ControlConfig::parse(text).unwrap_err().to_string();
+        assert_eq!(e, error);
+    }
+}
