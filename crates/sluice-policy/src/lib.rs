@@ -62,6 +62,7 @@
 pub mod algo;
 pub mod bench;
 mod error;
+mod fft;
 mod obs;
 pub mod period;
 pub mod registry;
