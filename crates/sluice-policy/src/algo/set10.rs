@@ -233,4 +233,29 @@ mod tests {
         let rates = set10.allocate(&Round::new(100.0, 1.0, &jobs).expect("valid round"));
         assert!((rates[1] - 100.0 * 0.1 / 1.1).abs() < 1e-9, "{rates:?}");
     }
+
+    #[test]
+    fn a_long_period_is_placed_once_its_set_is_certain() {
+        // IO-SETS' low-frequency application ÷ 10 at 100-ms intervals: 36 s of compute,
+        // then 2.4 s of I/O, a period of 38.4 s (set 2), beside a job of known period.
+        let mut set10 = Set10::new();
+        let mut placed = None;
+        for t in 0..4000u64 {
+            let busy = (t % 384) >= 360;
+            let jobs = [
+                job("k", 100.0, Some(1.0)),
+                job("lf", if busy { 100.0 } else { 0.0 }, None),
+            ];
+            set10.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
+            if placed.is_none() && set10.detection("lf").1.is_some() {
+                placed = Some(t);
+            }
+        }
+        let (last, period) = set10.detection("lf");
+        let period = period.expect("placed");
+        assert_eq!(decade(period), 2, "{last:?}");
+        // Placed within five of its periods, and never before its set was certain.
+        assert!(placed.is_some_and(|t| t < 5 * 384), "{placed:?}");
+        assert_eq!(set10.detection("k"), (None, None));
+    }
 }
