@@ -28,8 +28,12 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 
 # Unit, property, doc and integration tests; the integration tests preload the real
-# stage (built above) into real programs.
+# stage (built above) into real programs. The upgrade test's build of the previous release
+# (tests/old-release.sh) starts in the background once the test binaries are built, so
+# that it overlaps the tests that mostly wait; the test waits for it.
 rust-tests: build
+	$(CARGO) test --release --workspace --no-run
+	nice -n 19 bash tests/old-release.sh >target/old-release.log 2>&1 &
 	$(CARGO) test --release --workspace
 
 conformance: build

@@ -13,7 +13,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Map, Value};
 use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
-use sluice_policy::{Allocator, Amount, JobField, Observation, PolicyError, Problem, Round, bench};
+use sluice_policy::{
+    Allocator, Amount, Estimator, JobField, Observation, PolicyError, Problem, Round, bench,
+};
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
 /// see the rate it would set for every job, before deploying it as a policy.
@@ -98,6 +100,10 @@ fn alloc_help() -> String {
   capacity    the pool: ops/s of a metadata server, or bytes/s of bandwidth (> 0)
   params      the algorithm's parameters (optional); every algorithm takes
               {interval}
+  estimator   \"usage\" or \"arrivals\" (optional): the field the algorithm reads as
+              each job's load (psfa's usage, the others' arrivals) is given the
+              value of that field instead, as a pool's estimator does live; by
+              default each field is read as given
   intervals   one entry per control interval, in order; its jobs are the jobs active
               in that interval (a job left out is inactive)
     id        job id (string, unique within an interval)
@@ -143,7 +149,18 @@ Algorithms (docs/algorithms.md gives each one's formula and a worked example):
             .collect();
         help.push_str(&format!("  {:<13} {}\n", spec.name, spec.summary));
         if !reads.is_empty() {
-            help.push_str(&format!("  {:<13}   reads: {}\n", "", reads.join(", ")));
+            let load = match spec.load {
+                Some(load) => format!(
+                    "; load in {}, live fed {} by default",
+                    load.field, load.estimator
+                ),
+                None => String::new(),
+            };
+            help.push_str(&format!(
+                "  {:<13}   reads: {}{load}\n",
+                "",
+                reads.join(", ")
+            ));
         }
         if !params.is_empty() {
             help.push_str(&format!("  {:<13}   {}\n", "", params.join("; ")));
@@ -275,12 +292,38 @@ fn params(value: Option<&Value>) -> Result<Params, BadInput> {
     Ok(params)
 }
 
+/// The input field the algorithm's load is read from, when an `estimator` names one
+/// other than the field itself: `usage` or `arrivals` (the measured figures an input
+/// gives; sluice's wait-inflated demand is the live controllers' own).
+fn load_source(spec: &Spec, value: Option<&Value>) -> Result<Option<JobField>, BadInput> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = value
+        .as_str()
+        .ok_or_else(|| BadInput::at("estimator", "must be a string"))?;
+    let estimator: Estimator = text.parse().map_err(|e| BadInput::at("estimator", e))?;
+    spec.estimator(Some(estimator))
+        .map_err(|e| located(e, ""))?;
+    match estimator {
+        Estimator::Usage => Ok(Some(JobField::Usage)),
+        Estimator::Arrivals => Ok(Some(JobField::Arrivals)),
+        Estimator::WaitInflated => Err(BadInput::at(
+            "estimator",
+            "wait-inflated is measured by the live controllers: give that figure as arrivals",
+        )),
+    }
+}
+
 /// One job's observation; `limit`, `usage` and `arrivals` are required when `spec`
-/// reads them and 0 otherwise. Their values are checked by [`Round::new`].
+/// reads them and 0 otherwise. With a `source` (see [`load_source`]) the field the
+/// algorithm reads its load in is that field's value, which is then the one required.
+/// Their values are checked by [`Round::new`].
 fn observation<A: Amount>(
     value: &Value,
     path: &str,
     spec: &Spec,
+    source: Option<JobField>,
 ) -> Result<Observation<A>, BadInput> {
     let map = object(value, path)?;
     let names: Vec<&str> = JobField::ALL.iter().map(|f| f.name()).collect();
@@ -288,10 +331,14 @@ fn observation<A: Amount>(
     let id = required(map, path, JobField::Id.name())?
         .as_str()
         .ok_or_else(|| BadInput::at(&join(path, "id"), "must be a string"))?;
+    let load = spec.load.map(|l| l.field).filter(|_| source.is_some());
+    let needed = |field: JobField| {
+        source == Some(field) || (spec.requires.contains(&field) && load != Some(field))
+    };
     let rate = |field: JobField| -> Result<A, BadInput> {
         match map.get(field.name()) {
             Some(value) => amount(value, &join(path, field.name())),
-            None if spec.requires.contains(&field) => Err(BadInput::at(
+            None if needed(field) => Err(BadInput::at(
                 &join(path, field.name()),
                 format!("missing ({} needs it)", spec.name),
             )),
@@ -308,7 +355,7 @@ fn observation<A: Amount>(
         Some(n) if n.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&n) => Some(n as u32),
         Some(_) => return Err(BadInput::at(&join(path, "nodes"), Problem::NotCount)),
     };
-    Ok(Observation {
+    let mut obs = Observation {
         weight: optional(JobField::Weight)?,
         nodes,
         period_s: optional(JobField::PeriodS)?,
@@ -318,7 +365,20 @@ fn observation<A: Amount>(
             rate(JobField::Usage)?,
             rate(JobField::Arrivals)?,
         )
-    })
+    };
+    if let (Some(load), Some(source)) = (load, source) {
+        let figure = if source == JobField::Usage {
+            obs.usage
+        } else {
+            obs.arrivals
+        };
+        if load == JobField::Usage {
+            obs.usage = figure;
+        } else {
+            obs.arrivals = figure;
+        }
+    }
+    Ok(obs)
 }
 
 /// The whole evaluation: input text in, output JSON text out.
@@ -326,12 +386,17 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
     let doc: Value = serde_json::from_str(text)
         .map_err(|e| BadInput::at("input", format!("not valid JSON ({e})")))?;
     let top = object(&doc, "input")?;
-    only(top, "", &["algorithm", "capacity", "params", "intervals"])?;
+    only(
+        top,
+        "",
+        &["algorithm", "capacity", "params", "estimator", "intervals"],
+    )?;
     let name = required(top, "", "algorithm")?
         .as_str()
         .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?;
     let spec = registry::find(name).map_err(|e| located(e, ""))?;
     let params = params(top.get("params"))?;
+    let source = load_source(spec, top.get("estimator"))?;
     // Built for one resource first, so that its parameters are judged before the pool.
     let mut one = spec.build(&params).map_err(|e| located(e, ""))?;
     let interval_s = params.interval_s().map_err(|e| located(e, ""))?;
@@ -341,6 +406,7 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         .ok_or_else(|| BadInput::at("intervals", "must be an array"))?;
     let run = Run {
         spec,
+        source,
         interval_s,
         capacity,
         intervals,
@@ -363,6 +429,8 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
 /// The parts of the input that every interval is evaluated with.
 struct Run<'v> {
     spec: &'static Spec,
+    /// The input field the algorithm's load is read from, if not its own.
+    source: Option<JobField>,
     interval_s: f64,
     capacity: &'v Value,
     intervals: &'v [Value],
@@ -385,7 +453,9 @@ impl Run<'_> {
                 .ok_or_else(|| BadInput::at(&join(&path, "jobs"), "must be an array"))?
                 .iter()
                 .enumerate()
-                .map(|(j, job)| observation(job, &format!("{path}.jobs[{j}]"), self.spec))
+                .map(|(j, job)| {
+                    observation(job, &format!("{path}.jobs[{j}]"), self.spec, self.source)
+                })
                 .collect::<Result<Vec<Observation<A>>, _>>()?;
             let round =
                 Round::new(capacity, self.interval_s, &jobs).map_err(|e| located(e, &path))?;
@@ -515,6 +585,62 @@ mod tests {
         }
         assert!(error("{").starts_with("input: not valid JSON"));
         assert!(!error("{").contains('\n'));
+    }
+
+    /// PSFA fed arrivals is Algorithm 1 with usageᵢ = arrivalsᵢ; `usage` is then not
+    /// needed, `arrivals` is.
+    #[test]
+    fn an_estimator_feeds_the_load_field_from_the_field_it_names() {
+        let input = |estimator: &str, j1: &str, j2: &str| {
+            format!(
+                r#"{{"algorithm":"psfa","capacity":100,{estimator}"intervals":[{{"jobs":[
+                    {{"id":"j1","limit":40,{j1}}},{{"id":"j2","limit":40,{j2}}}]}}]}}"#
+            )
+        };
+        let fed_arrivals = evaluate(&input(
+            r#""estimator":"arrivals","#,
+            r#""usage":10,"arrivals":30"#,
+            r#""arrivals":20"#,
+        ))
+        .expect("valid");
+        let on_usage = evaluate(&input("", r#""usage":30"#, r#""usage":20"#)).expect("valid");
+        assert_eq!(fed_arrivals, on_usage);
+        assert_eq!(
+            on_usage,
+            r#"{"intervals":[{"rates":{"j1":58.0,"j2":42.0}}]}"#
+        );
+        assert_eq!(
+            error(&input(
+                r#""estimator":"arrivals","#,
+                r#""arrivals":1"#,
+                r#""usage":20"#
+            )),
+            "intervals[0].jobs[1].arrivals: missing (psfa needs it)"
+        );
+        let cases = [
+            (
+                r#""estimator":"wait-inflated","#,
+                "estimator: wait-inflated is measured by the live controllers: give that figure \
+                 as arrivals",
+            ),
+            (
+                r#""estimator":"demand","#,
+                "estimator: unknown estimator \"demand\" (one of: usage, arrivals, wait-inflated)",
+            ),
+        ];
+        for (estimator, expected) in cases {
+            assert_eq!(
+                error(&input(estimator, r#""usage":1"#, r#""usage":1"#)),
+                expected
+            );
+        }
+        assert_eq!(
+            error(
+                r#"{"algorithm":"uniform","params":{"jobs":4},"estimator":"usage","capacity":1,
+                    "intervals":[]}"#
+            ),
+            "estimator: uniform reads no load, so no estimator applies"
+        );
     }
 
     #[test]

@@ -293,3 +293,82 @@ fn has_file_starting(dir: &std::path::Path, prefix: &str) -> bool {
         .unwrap()
         .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(prefix))
 }
+
+/// PADLL's Uniform at a fixed rate of 2,000 getattr/s per job, in a pool of 8,000: job
+/// A, on both nodes, is held at 2,000/s while it runs alone, the rest of the pool idle;
+/// B joins on node 0 at 2,000/s without moving A; then node 1's link is cut, and node 1
+/// keeps enforcing its part of A (fail-static), so A's two nodes still make 2,000/s
+/// together and B keeps its own.
+#[test]
+fn uniform_holds_each_job_at_its_fixed_rate_alone_and_through_a_cut_node() {
+    const RATE: f64 = 2_000.0;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
+        match = \"op=getattr\"\ncapacity = \"8k/s\"\nalgorithm = \"uniform\"\n\
+        params = { rate = 2000 }\n";
+    let Some(c) = Cluster::with(config, false, true) else {
+        return;
+    };
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let outs = [tmp_dir(), tmp_dir(), tmp_dir()];
+    let start = monotonic_ns();
+    let run = |node: usize, job: &str, out: &tempfile::TempDir, ms: &str| {
+        c.locals[node].job(
+            job,
+            &["--mount", &s.file],
+            &[&rate, "one", &s.file, &path_str(out.path()), ms],
+        )
+    };
+    let mut a = [
+        run(0, "A", &outs[0], "10000"),
+        run(1, "A", &outs[1], "10000"),
+    ];
+    std::thread::sleep(Duration::from_secs(3));
+    let alone = c.jobs();
+    let joined = monotonic_ns();
+    let mut b = run(0, "B", &outs[2], "6500");
+    std::thread::sleep(Duration::from_secs(3));
+    let together = c.jobs();
+    c.net.link(1, false);
+    let cut = monotonic_ns();
+    std::thread::sleep(Duration::from_secs(3));
+    let after_cut = c.jobs();
+    c.net.link(1, true);
+    for j in a.iter_mut().chain([&mut b]) {
+        assert!(j.wait().unwrap().success());
+    }
+    let times = outs.each_ref().map(|o| call_times(o.path()));
+    let mut on_a: Vec<u64> = times[0].iter().chain(&times[1]).copied().collect();
+    on_a.sort_unstable();
+    let windows = [
+        ("A alone", start + 3 * SEC / 2, joined, &alone),
+        ("A and B", joined + 3 * SEC / 2, cut, &together),
+        ("node 1 cut", cut + SEC / 2, cut + 5 * SEC / 2, &after_cut),
+    ];
+    for (phase, from, to, view) in windows {
+        let got_a = rate_between(&on_a, from, to);
+        let got_b = rate_between(&times[2], from, to);
+        let alloc = |job| share(view, job, "md").map_or(0.0, |s| s.0);
+        eprintln!(
+            "{phase}: A {got_a:.0}/s (allocation {:.0}), B {got_b:.0}/s (allocation {:.0})",
+            alloc("A"),
+            alloc("B")
+        );
+        assert!(
+            (got_a - RATE).abs() <= RATE * 0.05,
+            "{phase}: A made {got_a:.0}/s, not its fixed {RATE}/s"
+        );
+        assert!(
+            (alloc("A") - RATE).abs() <= 1e-6 * RATE,
+            "{phase}: A allocated {}: {view}",
+            alloc("A")
+        );
+        if phase != "A alone" {
+            assert!(
+                (got_b - RATE).abs() <= RATE * 0.05,
+                "{phase}: B made {got_b:.0}/s, not its fixed {RATE}/s"
+            );
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -23,6 +24,19 @@ fn pool_config(interval: &str, extra: &str) -> String {
         "interval = \"{interval}\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
          capacity = \"10k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n{extra}"
     )
+}
+
+/// What `sluice alloc` computes from `input`, its file written in `dir`.
+fn alloc(dir: &Path, input: &serde_json::Value) -> serde_json::Value {
+    let input_path = dir.join("alloc.json");
+    std::fs::write(&input_path, input.to_string()).unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["alloc", "--input"])
+        .arg(&input_path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// Two jobs under one pool of 10,000 getattr/s with psfa, one of them with a reservation
@@ -73,15 +87,7 @@ fn two_jobs_share_a_pool_as_psfa_computes() {
     };
     let input = json!({"algorithm": "psfa", "capacity": 10000.0, "params": {"interval_s": 0.5},
         "intervals": [{"jobs": [observation("A"), observation("B")]}]});
-    let input_path = dir.path().join("alloc.json");
-    std::fs::write(&input_path, input.to_string()).unwrap();
-    let o = Command::new(sluice_bin())
-        .args(["alloc", "--input"])
-        .arg(&input_path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let computed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let computed = alloc(dir.path(), &input);
     for (job, times) in [("A", &ta), ("B", &tb)] {
         let want = computed["intervals"][0]["rates"][job].as_f64().unwrap();
         let got = rate_between(times, from, to);
@@ -355,4 +361,95 @@ fn a_pool_that_times_its_calls_counts_and_times_them_through_the_lane() {
         (7000 / 64..=7000 / 64 + ran_ms + 2).contains(&timed),
         "{timed} calls of 7,000 timed in {ran_ms} ms"
     );
+}
+
+/// A pool under `psfa` divides what Algorithm 1 gives on the figure its estimator names:
+/// by default the admitted rate (the paper's usageᵢ), then the arrivals, then sluice's
+/// wait-inflated demand, each set live with `sluice pool set --estimator` and shown by
+/// `sluice pool list`; checked against `sluice alloc` on the figures `sluice jobs`
+/// shows for the same cycle.
+#[test]
+fn psfa_divides_by_the_figure_its_estimator_names() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+                  capacity = \"6k/s\"\nalgorithm = \"psfa\"\nmin_share = 0.0\n\n\
+                  [[job]]\njob = \"A\"\npool = \"md\"\nlimit = \"2k/s\"\n\n\
+                  [[job]]\njob = \"B\"\npool = \"md\"\nlimit = \"3k/s\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let outs = [tmp_dir(), tmp_dir()];
+    let mut jobs: Vec<_> = [("A", "one"), ("B", "threads")]
+        .iter()
+        .zip(&outs)
+        .map(|(&(job, mode), out)| {
+            local.job(
+                job,
+                &["--mount", &s.file],
+                &[&rate, mode, &s.file, &path_str(out.path()), "9000"],
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut checked = Vec::new();
+    for estimator in [None, Some("arrivals"), Some("wait-inflated")] {
+        if let Some(e) = estimator {
+            let set = "pool set md --match op=getattr --capacity 6k/s --algorithm psfa --estimator";
+            let set = local.admin(&[set.split(' ').collect(), vec![e]].concat());
+            assert!(
+                set.status.success(),
+                "{}",
+                String::from_utf8_lossy(&set.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        let shown = local.pools()["pools"][0]["estimator"].clone();
+        assert_eq!(shown, estimator.unwrap_or("usage"), "pool list");
+        let view = local.jobs();
+        // The figure each job was fed as its usageᵢ, given to sluice alloc as arrivals.
+        let share = |job: &str| {
+            view["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|j| j["job"] == job)
+                .map(|j| j["pools"]["md"].clone())
+                .unwrap()
+        };
+        let field = match estimator {
+            None => "rate",
+            Some("arrivals") => "arrivals",
+            _ => "demand",
+        };
+        let observation = |job: &str| {
+            let s = share(job);
+            json!({"id": job, "limit": s["limit"], "arrivals": s[field]})
+        };
+        let input = json!({"algorithm": "psfa", "capacity": 6000.0, "estimator": "arrivals",
+            "params": {"interval_s": 0.5},
+            "intervals": [{"jobs": [observation("A"), observation("B")]}]});
+        let computed = alloc(dir.path(), &input);
+        for job in ["A", "B"] {
+            let want = computed["intervals"][0]["rates"][job].as_f64().unwrap();
+            let got = share(job)["allocation"].as_f64().unwrap();
+            let fed = share(job)[field].as_f64().unwrap();
+            checked.push(format!(
+                "{}: {job} fed {fed:.0}/s, allocated {got:.1}/s",
+                estimator.unwrap_or("usage (default)")
+            ));
+            assert!(
+                (got - want).abs() <= 1e-6 * want.max(1.0),
+                "{estimator:?}: job {job} allocated {got} where Algorithm 1 gives {want}: {view}"
+            );
+        }
+    }
+    eprintln!("{}", checked.join("; "));
+    for j in &mut jobs {
+        assert!(j.wait().unwrap().success());
+    }
+    // The pool held all along.
+    let mut all: Vec<u64> = outs.iter().flat_map(|o| call_times(o.path())).collect();
+    all.sort_unstable();
+    assert_pool_held(&all, u64::MAX, 6_000, 3);
 }

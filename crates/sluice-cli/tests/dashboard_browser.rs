@@ -2,7 +2,8 @@
 //! by tests/deps.sh) opens the page from a running controller after two jobs have shared a
 //! pool for some cycles, and the page's own plot data (`#state`, what its canvases draw)
 //! must hold those cycles at its first snapshot, then show both jobs' lines moving under
-//! their allocations. A screenshot is kept in experiments/dashboard/dashboard.png.
+//! their allocations. A screenshot is kept in experiments/dashboard/dashboard.png
+//! (`SLUICE_BLESS=1` rewrites it).
 
 mod common;
 
@@ -191,9 +192,14 @@ fn chromium_draws_the_history_at_once_and_both_jobs_moving_under_their_allocatio
     let png = base64::engine::general_purpose::STANDARD
         .decode(shot["data"].as_str().expect("screenshot data"))
         .unwrap();
-    let out = workspace().join("experiments/dashboard");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("dashboard.png"), &png).unwrap();
+    // The tracked screenshot is rewritten only when asked, so that a test run leaves the
+    // tree as it found it.
+    assert!(png.starts_with(b"\x89PNG"), "the screenshot is no PNG");
+    if std::env::var_os("SLUICE_BLESS").is_some() {
+        let out = workspace().join("experiments/dashboard");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("dashboard.png"), &png).unwrap();
+    }
     for j in &mut jobs {
         assert!(j.wait().unwrap().success());
     }

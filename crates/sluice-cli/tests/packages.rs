@@ -17,11 +17,11 @@ mod common;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use common::daemons::{busiest_second, call_times, monotonic_ns, wait_for};
+use common::daemons::{busiest_second, call_times, monotonic_ns};
+use common::installed::{Installed, needs_root, run, text};
 use common::{Scratch, c_prog, path_str, shm_dir, tmp_dir, workspace};
 use tempfile::TempDir;
 
@@ -75,22 +75,6 @@ fn no_packager() -> bool {
     }
     eprintln!("skipped: packaging needs Go 1.25 or later for nfpm (packaging/package.sh)");
     true
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn run(cmd: &mut Command) -> String {
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(o.status.success(), "{cmd:?} failed: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The .deb unpacked (`dpkg-deb -x`) into a fresh directory, with its control files
@@ -277,143 +261,6 @@ fn lintian_finds_no_error_in_the_deb() {
     println!("lintian:\n{out}");
 }
 
-/// A mount and network namespace (held by a sleeping process) where the unpacked
-/// package's /usr, /etc and /var lie over the machine's, writes going to a temp tmpfs.
-struct Installed {
-    holder: Child,
-    root: TempDir,
-    _writes: TempDir,
-}
-
-impl Installed {
-    /// The .deb unpacked and laid over the machine (its postinst not run yet).
-    fn new() -> Installed {
-        let root = unpacked_deb();
-        let writes = shm_dir();
-        let holder = Command::new("unshare")
-            .args([
-                "--mount",
-                "--net",
-                "--propagation",
-                "private",
-                "sleep",
-                "600",
-            ])
-            .spawn()
-            .expect("cannot run unshare");
-        let installed = Installed {
-            holder,
-            root,
-            _writes: writes,
-        };
-        // Nothing is mounted before the holder is in namespaces of its own: entered
-        // earlier, its namespaces would be this machine's.
-        let ns = |pid: &str, kind: &str| std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
-        let pid = installed.holder.id().to_string();
-        let apart = wait_for(Duration::from_secs(10), || {
-            ["mnt", "net"]
-                .iter()
-                .all(|k| ns(&pid, k).is_some_and(|n| Some(n) != ns("self", k)))
-        });
-        assert!(apart, "unshare never made its namespaces");
-        let (r, w) = (
-            path_str(installed.root.path()),
-            path_str(installed._writes.path()),
-        );
-        let overlay = |dir: &str| {
-            format!(
-                "mkdir -p {w}{dir}.up {w}{dir}.work && mount -t overlay overlay \
-                 -o lowerdir={r}{dir}:{dir},upperdir={w}{dir}.up,workdir={w}{dir}.work {dir}"
-            )
-        };
-        // A global reached by its units' name, sluice-head; a /run of its own, with the
-        // RuntimeDirectory= of the local's unit.
-        let setup = format!(
-            "set -e; ip link set lo up; {}; {}; {}; mount -t tmpfs tmpfs /run; \
-             mkdir /run/sluice; echo '127.0.0.1 sluice-head' >> /etc/hosts",
-            overlay("/usr"),
-            overlay("/etc"),
-            overlay("/var"),
-        );
-        installed.sh(&setup);
-        installed
-    }
-
-    /// `CMD…` inside the namespace, as root.
-    fn command(&self, cmd: &[&str]) -> Command {
-        let mut c = Command::new("nsenter");
-        c.arg("-t")
-            .arg(self.holder.id().to_string())
-            .args(["-m", "-n", "--"])
-            .args(cmd)
-            .env_remove("SLUICE_STAGE")
-            .env_remove("SLUICE_SOCKET")
-            .stdin(Stdio::null());
-        c
-    }
-
-    /// `sh -c SCRIPT` inside the namespace, as root; its stdout.
-    fn sh(&self, script: &str) -> String {
-        run(&mut self.command(&["sh", "-c", script]))
-    }
-
-    /// A daemon started by the command line of its unit's `ExecStart=`, as written, and
-    /// as `user` (the unit's `User=`), logging to `log`.
-    fn daemon(&self, unit: &str, user: Option<&str>, log: &Path) -> Child {
-        let text =
-            std::fs::read_to_string(self.root.path().join("usr/lib/systemd/system").join(unit))
-                .expect("unit");
-        let exec = text
-            .lines()
-            .find_map(|l| l.strip_prefix("ExecStart="))
-            .expect("ExecStart=");
-        let mut cmd = vec![];
-        if let Some(u) = user {
-            cmd.extend(["setpriv", "--reuid", u, "--regid", u, "--init-groups", "--"]);
-        }
-        cmd.extend(exec.split_whitespace());
-        self.command(&cmd)
-            .env("SLUICE_LOG_LEVEL", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).expect("log"))
-            .spawn()
-            .expect("cannot start the daemon")
-    }
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        // The namespaces, their mounts and the user made inside go with their last process.
-        let _ = self.holder.kill();
-        let _ = self.holder.wait();
-    }
-}
-
-/// Kills the daemon when dropped.
-struct Running(Child, PathBuf);
-
-impl Running {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn needs_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipped: needs root for mount namespaces and users");
-    }
-    root
-}
-
 #[test]
 fn the_installed_units_verify() {
     if no_packager() {
@@ -423,7 +270,7 @@ fn the_installed_units_verify() {
         return;
     }
     // Installed, the units find what they name: /usr/bin/sluice, their man pages.
-    let ns = Installed::new();
+    let ns = Installed::new(unpacked_deb());
     let o = ns
         .command(&[
             "systemd-analyze",
@@ -448,14 +295,11 @@ fn the_installed_package_runs_a_pool_as_the_sluice_user_and_leaves_the_site_file
     if !needs_root() {
         return;
     }
-    let ns = Installed::new();
+    let ns = Installed::new(unpacked_deb());
     let logs = tmp_dir();
     // The site put its token in place before installing, root's and 0600, as the
     // deployment guide once said; the site's admin group exists.
-    ns.sh(
-        "set -e; umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' \
-         > /etc/sluice/token; groupadd hpcadm",
-    );
+    ns.prepare_site();
     ns.sh(&format!(
         "sh {}/DEBIAN/postinst configure",
         path_str(ns.root.path())
@@ -466,38 +310,13 @@ fn the_installed_package_runs_a_pool_as_the_sluice_user_and_leaves_the_site_file
         "what the postinst made"
     );
 
-    let global = Running(
-        ns.daemon(
-            "sluice-global.service",
-            Some("sluice"),
-            &logs.path().join("global.log"),
-        ),
-        logs.path().join("global.log"),
-    );
-    let local = Running(
-        ns.daemon("sluice-local.service", None, &logs.path().join("local.log")),
-        logs.path().join("local.log"),
-    );
+    let [global, local] = ns.controllers(logs.path());
     let admin = |args: &[&str]| {
         let mut cmd = vec!["/usr/bin/sluice"];
         cmd.extend(args);
         ns.command(&cmd).output().expect("sluice admin command")
     };
-    // Admin commands on the local's socket go to the global, which counts its locals.
-    let connected = wait_for(Duration::from_secs(20), || {
-        let o = admin(&["status", "--json"]);
-        o.status.success()
-            && serde_json::from_slice::<serde_json::Value>(&o.stdout)
-                .is_ok_and(|v| v["locals"].as_u64().unwrap_or(0) >= 1)
-    });
-    assert!(
-        connected,
-        "the local never reached the global: {}\nglobal: {}\nlocal: {}",
-        text(&admin(&["status"])),
-        global.log(),
-        local.log()
-    );
-
+    // Admin commands on the local's socket go to the global.
     let o = admin(&[
         "pool",
         "set",

@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::daemons::{
     Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, wait_for,
@@ -25,10 +25,6 @@ use sluice_core::segment::{LAYOUT_VERSION, Refusals};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const SEC: u64 = 1_000_000_000;
-
-/// The release before segments were versioned: its segments are of layout 3, and its
-/// stage uses only segments whose word 1 says 3.
-const PREVIOUS_RELEASE: &str = "b068009";
 
 /// Makes the segment at `path` one that only readers of a later layout can read, as a
 /// later release would write it: its stable prefix says layout `LAYOUT_VERSION + 1`,
@@ -256,96 +252,20 @@ fn a_local_leaves_a_segment_it_cannot_read_untouched_and_reports_refusals() {
     );
 }
 
-/// The `sluice` binary and stage library of commit `commit` of this repository, built
-/// once and kept under target/old-release/COMMIT. The build seeds its target directory
-/// with the workspace's compiled registry crates (the same versions, so they stay fresh)
-/// and compiles only sluice's own crates.
-fn release(commit: &str) -> PathBuf {
-    let ws = common::workspace();
-    let target = bin_dir().parent().expect("target dir").to_owned();
-    let kept = target.join("old-release").join(commit);
-    let files = ["sluice", "libsluice_stage.so"];
-    if files.iter().all(|f| kept.join(f).is_file()) {
-        return kept;
-    }
-    let started = Instant::now();
-    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
-    let build = tempfile::Builder::new()
-        .prefix(".build-")
-        .tempdir_in(kept.parent().unwrap())
-        .expect("build dir");
-    let src = build.path().join("src");
-    std::fs::create_dir(&src).unwrap();
-    let mut archive = Command::new("git")
-        .arg("-C")
-        .arg(&ws)
-        .args(["archive", "--format=tar", commit])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("git");
-    let untar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(&src)
-        .stdin(archive.stdout.take().expect("git's output"))
-        .status()
-        .expect("tar");
-    let archived = archive.wait().expect("git archive");
-    assert!(
-        archived.success() && untar.success(),
-        "cannot extract commit {commit} of {}: the upgrade test builds it, the release \
-         before versioned segments; a shallow clone lacks it (git fetch --unshallow)",
-        ws.display()
-    );
-    let seeded = src.join("target/release");
-    std::fs::create_dir_all(&seeded).unwrap();
-    for part in ["deps", "build", ".fingerprint"] {
-        let from = target.join("release").join(part);
-        let ok = Command::new("cp")
-            .arg("-a")
-            .arg(&from)
-            .arg(&seeded)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "cannot copy {}", from.display());
-        // sluice's own crates are built from the old source, never taken from ours.
-        for entry in std::fs::read_dir(seeded.join(part)).unwrap() {
-            let entry = entry.unwrap();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with("sluice") || name.starts_with("libsluice") {
-                let p = entry.path();
-                let _ = if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
-            }
-        }
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
-    let o = Command::new(cargo)
-        .args(["build", "--release", "--offline", "--locked"])
-        .args(["-p", "sluice", "-p", "sluice-stage"])
-        .current_dir(&src)
-        .env("CARGO_TARGET_DIR", src.join("target"))
+/// The `sluice` binary and stage library of the release before versioned segments
+/// (`b068009`), built once by tests/old-release.sh and kept under
+/// target/old-release/COMMIT (`make test` starts that build in the background while the
+/// first tests run; this waits for it, or builds).
+fn previous_release() -> PathBuf {
+    let script = common::workspace().join("tests/old-release.sh");
+    let o = Command::new("bash")
+        .arg(&script)
         .stdin(Stdio::null())
         .output()
-        .expect("cargo");
-    let log = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "cannot build commit {commit}: {log}");
-    let staged = build.path().join("bins");
-    std::fs::create_dir(&staged).unwrap();
-    for f in files {
-        std::fs::copy(seeded.join(f), staged.join(f)).expect("copy a built file");
-    }
-    std::fs::rename(&staged, &kept).expect("keep the build");
-    eprintln!(
-        "built release {commit} in {:.0} s, {} crates compiled",
-        started.elapsed().as_secs_f64(),
-        log.matches("Compiling ").count()
-    );
-    kept
+        .expect("run tests/old-release.sh");
+    eprint!("{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "cannot build the previous release");
+    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
 }
 
 /// The upgrade of a node with a job running: the previous release's local runs a job
@@ -357,7 +277,7 @@ fn release(commit: &str) -> PathBuf {
 #[test]
 fn a_local_replaced_by_this_release_keeps_the_previous_releases_job_at_its_rate() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let old = release(PREVIOUS_RELEASE);
+    let old = previous_release();
     let dir = daemon_dir();
     let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
                   capacity = \"2k/s\"\nalgorithm = \"psfa\"\n";

@@ -222,8 +222,14 @@ impl Change {
                         ParamValue::Bool(b) => format!("{k}={b}"),
                     })
                     .collect();
+                // The estimator in force, marked when it is the algorithm's default.
+                let estimator = match (p.estimator, p.estimator_in_force()) {
+                    (Some(set), _) => format!(" estimator={set}"),
+                    (None, Some(default)) => format!(" estimator={default} (default)"),
+                    (None, None) => String::new(),
+                };
                 format!(
-                    "match={:?} capacity={} algorithm={} params=[{}]",
+                    "match={:?} capacity={} algorithm={} params=[{}]{estimator}",
                     p.filter,
                     p.capacity,
                     p.algorithm,
@@ -263,7 +269,15 @@ impl Change {
             Change::RuleChange(r) => c.rule_change(&r.name, &r.change),
             Change::RuleStop(name) => c.rule_stop(name),
             Change::PoolSet(r) => {
-                c.pool_set(&r.name, &r.filter, &r.capacity, &r.algorithm, &r.params)
+                let estimator = Some(r.estimator.as_str()).filter(|e| !e.is_empty());
+                c.pool_set(
+                    &r.name,
+                    &r.filter,
+                    &r.capacity,
+                    &r.algorithm,
+                    &r.params,
+                    estimator,
+                )
             }
             Change::PoolRm(name) => c.pool_rm(name),
         }
@@ -510,7 +524,7 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,limit,weight}},
+/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
 /// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
 /// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
@@ -523,7 +537,8 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                 .iter()
                 .map(|(name, s)| {
                     let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
-                        "demand": s.demand, "limit": s.limit, "weight": s.weight, "wait": s.wait});
+                        "demand": s.demand, "arrivals": s.arrivals, "limit": s.limit, "weight": s.weight,
+                        "wait": s.wait});
                     (name.clone(), share)
                 })
                 .collect();
@@ -543,15 +558,16 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
     serde_json::json!({ "jobs": jobs })
 }
 
-/// `{"pools":[{"name","match","capacity","algorithm","params","allocated","used","jobs",
-/// "latency_p99_s","target_p99_s"}]}` (the last two for `capacity = "auto"` pools, else 0).
+/// `{"pools":[{"name","match","capacity","algorithm","params","estimator","allocated","used",
+/// "jobs","latency_p99_s","target_p99_s"}]}` (`estimator` empty when the algorithm reads no
+/// load; the last two for `capacity = "auto"` pools, else 0).
 pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
     let pools: Vec<serde_json::Value> = reply
         .pools
         .iter()
         .map(|p| {
             serde_json::json!({"name": p.name, "match": p.filter, "capacity": p.capacity,
-                "algorithm": p.algorithm, "params": p.params,
+                "algorithm": p.algorithm, "params": p.params, "estimator": p.estimator,
                 "allocated": p.allocated, "used": p.used, "jobs": p.jobs,
                 "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s})
         })

@@ -161,6 +161,7 @@ impl Coordinator {
                     algorithm: p.algorithm.clone(),
                     params,
                     min_share: p.min_share,
+                    estimator: p.estimator,
                     auto: p.auto.as_ref().map(|a| AutoCapacity {
                         target_p99_s: a.target_p99.as_secs_f64(),
                         start: p.capacity.per_sec as f64,
@@ -250,6 +251,9 @@ impl Coordinator {
                     jobs: view.map_or(0, |v| v.jobs as u32),
                     latency_p99_s: view.and_then(|v| v.latency_p99_s).unwrap_or(0.0),
                     target_p99_s: p.auto.as_ref().map_or(0.0, |a| a.target_p99.as_secs_f64()),
+                    estimator: p
+                        .estimator_in_force()
+                        .map_or_else(String::new, |e| e.name().to_owned()),
                 }
             })
             .collect()

@@ -6,7 +6,7 @@
 //! | `GET /api/v1/jobs` | | `{"jobs":[…]}` as `sluice jobs --json` |
 //! | `PUT /api/v1/jobs/{job}` | `{"pool","limit","weight","clear_limit","clear_weight"}` | 204 |
 //! | `GET /api/v1/pools` | | `{"pools":[…]}` |
-//! | `PUT /api/v1/pools/{name}` | `{"match","capacity","algorithm","params":["K=V"]}` | 204 |
+//! | `PUT /api/v1/pools/{name}` | `{"match","capacity","algorithm","params":["K=V"],"estimator"}` | 204 |
 //! | `DELETE /api/v1/pools/{name}` | | 204 |
 //! | `GET /api/v1/rules` | | `{"rules":["NAME: …"]}` |
 //! | `POST /api/v1/rules` | `{"rule":"NAME: FILTER rate=R"}` | 204 |
@@ -362,6 +362,8 @@ struct PoolBody {
     algorithm: String,
     #[serde(default)]
     params: Vec<String>,
+    #[serde(default)]
+    estimator: String,
 }
 
 async fn pool_set<H: Hooks>(
@@ -378,6 +380,7 @@ async fn pool_set<H: Hooks>(
             capacity: b.capacity,
             algorithm: b.algorithm,
             params: b.params,
+            estimator: b.estimator,
         })
     });
     submit(&api, &headers, peer, change)

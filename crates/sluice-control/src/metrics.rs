@@ -93,7 +93,7 @@ impl Default for Metrics {
         let r = &mut registry;
         r.register(
             "job_arrivals",
-            "Calls of the job that reached the gate of the pool (units: calls)",
+            "Units of the job that reached the gate of the pool: calls, or bytes for a pool of bytes (at the mean size of the calls admitted)",
             m.arrivals.clone(),
         );
         r.register(

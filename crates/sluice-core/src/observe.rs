@@ -40,7 +40,9 @@ pub struct Snapshot {
 /// One channel over one interval, per second.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ChannelRates {
-    /// Calls that reached the gate.
+    /// Units that reached the gate, admitted or not yet: calls, or for a bytes channel
+    /// the bytes of those calls, counted at the mean size of the calls it admitted (a
+    /// call's size is known only once it ran).
     pub arrivals: f64,
     /// Units admitted.
     pub admitted: f64,
@@ -106,8 +108,9 @@ impl Snapshot {
                 let now = &self.totals[c];
                 let then = prev.totals.get(c).copied().unwrap_or_default();
                 let units = |t: &ChannelTotal| if w.bytes { t.bytes } else { t.admitted };
+                let arrived = now.arrivals.saturating_sub(then.arrivals) as f64;
                 ChannelRates {
-                    arrivals: now.arrivals.saturating_sub(then.arrivals) as f64 / secs,
+                    arrivals: arrived * unit_size(w, now, &then) / secs,
                     admitted: units(now).saturating_sub(units(&then)) as f64 / secs,
                     wait: now.wait_ns.saturating_sub(then.wait_ns) as f64 / interval,
                     waiting: now.waiting.min(u32::MAX as u64) as u32,
@@ -116,6 +119,23 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// The units one call that reached channel `w` counts for: 1, or for a bytes channel the
+/// mean size of the calls it admitted between `then` and `now` (since it opened, when it
+/// admitted none in the interval; 0 before it admitted any).
+fn unit_size(w: &Watched, now: &ChannelTotal, then: &ChannelTotal) -> f64 {
+    if !w.bytes {
+        return 1.0;
+    }
+    let calls = now.admitted.saturating_sub(then.admitted);
+    if calls > 0 {
+        return now.bytes.saturating_sub(then.bytes) as f64 / calls as f64;
+    }
+    if now.admitted > 0 {
+        return now.bytes as f64 / now.admitted as f64;
+    }
+    0.0
 }
 
 #[cfg(test)]
@@ -168,6 +188,36 @@ mod tests {
         let r = Snapshot::take(seg, &watched, 1_000_000_000).rates_since(&before, &watched)[0];
         assert_eq!(r.admitted, 10.0);
         assert_eq!(r.demand, 10.0 * MAX_DEMAND_FACTOR);
+    }
+
+    /// A bytes channel counts its arrivals in bytes, at the mean size of the calls it
+    /// admitted: in the interval, or since it opened when it admitted none in it.
+    #[test]
+    fn arrivals_of_a_bytes_channel_are_counted_in_bytes() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let watched = [Watched {
+            index: 66,
+            bytes: true,
+        }];
+        let c = &seg.shard(seg.next_shard()).channels[66];
+        let count = |arrivals: u64, admitted: u64, bytes: u64| {
+            c.arrivals.fetch_add(arrivals, Ordering::Relaxed);
+            c.admitted.fetch_add(admitted, Ordering::Relaxed);
+            c.bytes.fetch_add(bytes, Ordering::Relaxed);
+        };
+        let t0 = Snapshot::take(seg, &watched, 0);
+        // 10 calls of 4 KiB admitted, 6 more waiting at the gate.
+        count(16, 10, 40_960);
+        let t1 = Snapshot::take(seg, &watched, 1_000_000_000);
+        let r = t1.rates_since(&t0, &watched)[0];
+        assert_eq!((r.admitted, r.arrivals), (40_960.0, 16.0 * 4096.0));
+        // Four calls arrive, none is admitted: still 4 KiB each.
+        count(4, 0, 0);
+        let t2 = Snapshot::take(seg, &watched, 2_000_000_000);
+        let r = t2.rates_since(&t1, &watched)[0];
+        assert_eq!((r.admitted, r.arrivals), (0.0, 4.0 * 4096.0));
     }
 
     /// A thread held half the time by its job's own rule is not short of the pool: the

@@ -90,6 +90,13 @@ pub enum PolicyError {
         /// The parameters to choose from, with what each means.
         choices: &'static str,
     },
+    /// An estimator was given to an algorithm that reads no load (a fixed rate, or
+    /// limits alone).
+    #[error("estimator: {algorithm} reads no load, so no estimator applies")]
+    NoLoad {
+        /// The algorithm.
+        algorithm: &'static str,
+    },
     /// A parameter's value is not usable.
     #[error("params.{name}: {problem}")]
     Param {

@@ -19,7 +19,9 @@
 //!   names of their own: `uniform-share`, `priority-share`, `psfa-held`,
 //!   `adaptbf-bounded` and `adaptbf-need`.
 //! - [`registry`]: choose an algorithm by name with [`Params`]; the table there also
-//!   says which fields each algorithm reads.
+//!   says which fields each algorithm reads, which one holds a job's load, and which
+//!   [`Estimator`] (the admitted rate, the arrivals, or sluice's wait-inflated demand)
+//!   a controller feeds it there by default: its paper's for a published algorithm.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.
 //! - [`mod@bench`]: the timing behind `sluice bench alloc`.
 //!
@@ -62,6 +64,7 @@
 pub mod algo;
 pub mod bench;
 mod error;
+mod estimator;
 mod fft;
 mod obs;
 pub mod period;
@@ -70,5 +73,6 @@ mod share;
 
 pub use algo::Allocator;
 pub use error::{PolicyError, Problem};
+pub use estimator::{Estimator, UnknownEstimator};
 pub use obs::{Amount, JobField, Observation, OpsBytes, Round};
 pub use registry::{ParamValue, Params};

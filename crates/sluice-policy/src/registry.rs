@@ -10,6 +10,7 @@ use crate::algo::{
     Psfa, PsfaHeld, Reservations, Set10, StaticLimits, Uniform, UniformShare,
 };
 use crate::error::{PolicyError, Problem};
+use crate::estimator::Estimator;
 use crate::obs::{JobField, OpsBytes, is_positive};
 
 /// A parameter's value as an administrator writes it.
@@ -104,6 +105,14 @@ pub struct Spec {
     /// controller then gives a job whose administrator set no limit 0 (it shares what the
     /// reservations leave), not its estimated demand, which would reserve it all it asks.
     pub limit_is_guarantee: bool,
+    /// Whether it holds each job to a rate of the job's own, whatever the others do
+    /// (`static`, `uniform`, `priority`): a controller then hands it the whole capacity,
+    /// counts a job's disconnected nodes against that job's own rate rather than the
+    /// pool's, and adds no floor (every job has its rate already).
+    pub fixed_rate: bool,
+    /// Where it reads a job's load, and the figure a controller puts there unless the
+    /// pool names another ([`Estimator`]): `None` for the algorithms that read no load.
+    pub load: Option<Load>,
     /// Its own parameters (besides [`INTERVAL_S`]).
     pub params: &'static [ParamSpec],
     /// Parameters that build it where its defaults do not (a fixed rate it must be
@@ -113,6 +122,22 @@ pub struct Spec {
     /// How it is built for a pool of a metadata rate and a bandwidth together, if it
     /// divides such pools.
     build_ops_bytes: Option<Build<OpsBytes>>,
+}
+
+/// The field in which an algorithm reads a job's load, and the measured figure a
+/// controller puts there by default: for a published algorithm the one its paper
+/// measures, for sluice's variants the one sluice gave them before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// `usage` or `arrivals`.
+    pub field: JobField,
+    /// The default figure.
+    pub estimator: Estimator,
+}
+
+/// Reads its load in `field`, fed `estimator` by default.
+const fn load(field: JobField, estimator: Estimator) -> Option<Load> {
+    Some(Load { field, estimator })
 }
 
 /// Builds an algorithm for pools whose amounts are `A`, from checked parameters.
@@ -138,6 +163,20 @@ impl Spec {
             algorithm: self.name,
         })?;
         build(params)
+    }
+
+    /// The figure a controller feeds it as a job's load: `given` (the pool's setting),
+    /// else its default; `None` when it reads no load. An estimator given to an
+    /// algorithm that reads no load is an error, so that a setting never silently does
+    /// nothing.
+    pub fn estimator(&self, given: Option<Estimator>) -> Result<Option<Estimator>, PolicyError> {
+        match (self.load, given) {
+            (None, Some(_)) => Err(PolicyError::NoLoad {
+                algorithm: self.name,
+            }),
+            (None, None) => Ok(None),
+            (Some(load), given) => Ok(Some(given.unwrap_or(load.estimator))),
+        }
     }
 
     /// [`Spec::sample`] as parameters.
@@ -197,6 +236,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "each job gets its limit",
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
+        fixed_rate: true,
+        load: None,
         params: &[],
         sample: &[],
         build: |_| boxed(StaticLimits),
@@ -207,6 +248,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "PADLL's uniform: every job held to one fixed rate, never more when others are idle or gone",
         requires: &[],
         limit_is_guarantee: false,
+        fixed_rate: true,
+        load: None,
         params: &[
             ParamSpec {
                 name: "rate",
@@ -231,6 +274,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "sluice's uniform: capacity / active jobs, so a job alone gets the whole pool",
         requires: &[],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: None,
         params: &[],
         sample: &[],
         build: |_| boxed(UniformShare),
@@ -241,6 +286,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "PADLL's priority: a fixed rate per job by weight, never more when others are idle or gone",
         requires: &[],
         limit_is_guarantee: false,
+        fixed_rate: true,
+        load: None,
         params: &[
             ParamSpec {
                 name: "rate",
@@ -265,6 +312,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "sluice's priority: the capacity by weight among the active jobs, no lending",
         requires: &[],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: None,
         params: &[],
         sample: &[],
         build: |_| boxed(PriorityShare),
@@ -275,6 +324,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "max-min fair share with limits as reservations, leftover by limit",
         requires: &[JobField::Limit],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: None,
         params: &[],
         sample: &[],
         build: |_| boxed(ProportionalSharing),
@@ -285,6 +336,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "PADLL's Algorithm 1: proportional sharing without false allocation, on usage",
         requires: &[JobField::Limit, JobField::Usage],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Usage, Estimator::Usage),
         params: &[EPSILON],
         sample: &[],
         build: |p| {
@@ -299,6 +352,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "sluice's PSFA: a job asking for its limit keeps it, leftover first to held jobs by rounds held",
         requires: &[JobField::Limit, JobField::Usage, JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[EPSILON],
         sample: &[],
         build: |p| {
@@ -313,6 +368,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "AdapTBF as published: node shares, surplus to all, lenders paid back",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::Arrivals),
         params: &[],
         sample: &[],
         build: |_| boxed(AdapTbf::new()),
@@ -323,6 +380,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "sluice's AdapTBF: a debtor pays back no more than it owes after redistribution",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[],
         sample: &[],
         build: |_| boxed(AdapTbf::new().bounded()),
@@ -333,6 +392,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "sluice's AdapTBF lending only what borrowers need, paying back what lenders lack",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[],
         sample: &[],
         build: |_| boxed(AdapTbfNeed::new()),
@@ -343,6 +404,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[],
         sample: &[],
         build: |_| boxed(Set10::new()),
@@ -353,6 +416,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
         requires: &[JobField::Limit, JobField::Arrivals],
         limit_is_guarantee: true,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[ParamSpec {
             name: "work_conserving",
             default: "true",
@@ -371,6 +436,8 @@ pub static ALGORITHMS: [Spec; 14] = [
         summary: "dominant resource fairness over ops/s and bytes/s together; on one resource, max-min by weight up to demand",
         requires: &[JobField::Arrivals],
         limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
         params: &[],
         sample: &[],
         build: |_| boxed(Drf),
@@ -484,6 +551,32 @@ mod tests {
             Some("params.total_weight: must be a finite number > 0")
         );
         assert_eq!(error("priority", &[("rate", 1000.0)]), None);
+    }
+
+    #[test]
+    fn each_paper_feeds_its_algorithm_the_figure_it_measures() {
+        let default = |name: &str| find(name).and_then(|s| s.estimator(None));
+        assert_eq!(default("psfa"), Ok(Some(Estimator::Usage)));
+        assert_eq!(default("adaptbf"), Ok(Some(Estimator::Arrivals)));
+        for variant in ["psfa-held", "adaptbf-bounded", "adaptbf-need"] {
+            assert_eq!(default(variant), Ok(Some(Estimator::WaitInflated)));
+        }
+        let psfa = find("psfa").and_then(|s| s.estimator(Some(Estimator::Arrivals)));
+        assert_eq!(psfa, Ok(Some(Estimator::Arrivals)));
+        for spec in &ALGORITHMS {
+            // An algorithm reads its load in a field it requires, and one that reads none
+            // refuses an estimator; the fixed rates read none.
+            match spec.load {
+                Some(load) => assert!(spec.requires.contains(&load.field), "{}", spec.name),
+                None => assert!(spec.estimator(Some(Estimator::Usage)).is_err()),
+            }
+            assert!(!spec.fixed_rate || spec.load.is_none(), "{}", spec.name);
+        }
+        let uniform = find("uniform").and_then(|s| s.estimator(Some(Estimator::Usage)));
+        assert_eq!(
+            uniform.map_err(|e| e.to_string()),
+            Err("estimator: uniform reads no load, so no estimator applies".to_owned())
+        );
     }
 
     #[test]

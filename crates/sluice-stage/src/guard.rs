@@ -101,6 +101,87 @@ fn known_block() -> Option<*mut u8> {
     None
 }
 
+/// This thread's block, reached field by field, for the unmanaged fast path. On x86_64
+/// through loads and stores relative to `fs`: the block's address is the thread pointer
+/// plus its distance, and reading the thread pointer reads the TCB's first word, a page
+/// that no native file call touches (after a system call each page a call touches costs
+/// it about 1.7 ns).
+#[derive(Clone, Copy)]
+struct Head(isize);
+
+impl Head {
+    /// The block, once its distance from the thread pointer is known.
+    #[inline(always)]
+    fn known() -> Option<Head> {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        return match HOT.tls_offset.load(Ordering::Relaxed) {
+            0 => None,
+            off => Some(Head(off)),
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        None
+    }
+
+    /// The byte at `at` in the block.
+    #[inline(always)]
+    fn byte(self, at: usize) -> u8 {
+        let off = self.0.wrapping_add_unsigned(at);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let v: u32;
+            // SAFETY: a byte of this thread's block, which lives as long as the thread.
+            unsafe {
+                std::arch::asm!("movzx {v:e}, byte ptr fs:[{off}]", off = in(reg) off,
+                    v = out(reg) v, options(nostack, readonly, preserves_flags));
+            }
+            v as u8
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: as above.
+        unsafe {
+            *thread_pointer().wrapping_offset(off)
+        }
+    }
+
+    /// Sets the byte at `at` in the block.
+    #[inline(always)]
+    fn set_byte(self, at: usize, v: u8) {
+        let off = self.0.wrapping_add_unsigned(at);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a byte of this thread's block, written only by this thread.
+        unsafe {
+            std::arch::asm!("mov byte ptr fs:[{off}], {v}", off = in(reg) off,
+                v = in(reg_byte) v, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: as above.
+        unsafe {
+            *thread_pointer().wrapping_offset(off) = v
+        }
+    }
+
+    /// The word at `at` in the block (8-aligned).
+    #[inline(always)]
+    fn word(self, at: usize) -> usize {
+        let off = self.0.wrapping_add_unsigned(at);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let v: usize;
+            // SAFETY: a word of this thread's block, which lives as long as the thread.
+            unsafe {
+                std::arch::asm!("mov {v}, qword ptr fs:[{off}]", off = in(reg) off,
+                    v = out(reg) v, options(nostack, readonly, preserves_flags));
+            }
+            v
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: as above.
+        unsafe {
+            *thread_pointer().wrapping_offset(off).cast::<usize>()
+        }
+    }
+}
+
 /// The block at `p` as this thread's `Local`.
 #[inline(always)]
 fn as_local(p: *mut u8) -> &'static Local {
@@ -186,19 +267,20 @@ impl Guard {
     /// keep the count between the flag's two writes.
     #[inline(always)]
     pub fn count_unmanaged_if_warm() -> bool {
-        let Some(l) = known_block().map(as_local) else {
+        let Some(head) = Head::known() else {
             return false;
         };
-        let n = l.unmanaged.get();
-        if n.is_null() || l.busy.get() {
+        let n = head.word(offset_of!(Local, unmanaged)) as *const AtomicU64;
+        if n.is_null() || head.byte(offset_of!(Local, busy)) != 0 {
             return false;
         }
-        l.busy.set(true);
+        head.set_byte(offset_of!(Local, busy), 1);
         compiler_fence(Ordering::SeqCst);
+        let owned = head.byte(offset_of!(Local, owned)) != 0;
         // SAFETY: a counter in the segment, mapped for the life of the process.
-        bump(unsafe { &*n }, 1, l.owned.get());
+        bump(unsafe { &*n }, 1, owned);
         compiler_fence(Ordering::SeqCst);
-        l.busy.set(false);
+        head.set_byte(offset_of!(Local, busy), 0);
         true
     }
 

@@ -60,7 +60,7 @@ impl State {
     /// The state, once the stage is ready.
     #[inline(always)]
     pub fn get() -> Option<&'static State> {
-        // SAFETY: set once from a leaked Box and never freed.
+        // SAFETY: set once to the state in HOT's page, never changed or dropped after.
         unsafe { HOT.state.load(Ordering::Acquire).as_ref() }
     }
 
@@ -220,9 +220,8 @@ pub fn init() {
             PID.store(sys::getpid(), Ordering::Relaxed);
             // SAFETY: registers a handler that touches only the child's own state.
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-            let state: &'static State = Box::leak(Box::new(state));
-            HOT.state
-                .store(std::ptr::from_ref(state).cast_mut(), Ordering::Release);
+            // SAFETY: the constructor's one call.
+            let state = unsafe { HOT.publish(state) };
             // The shim's fast path for streams on unmanaged targets, last: until the
             // table of unmanaged bytes is published, every call takes the hooks.
             if crate::hooks::publish_shim_reals() {

@@ -55,6 +55,7 @@ pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
             algorithm: "psfa".to_owned(),
             params: Params::new(),
             min_share: 0.0,
+            estimator: None,
             auto: None,
         }])
         .context("the bench's pool")?;

@@ -11,6 +11,7 @@ use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 
 pub mod daemons;
+pub mod installed;
 pub mod net;
 
 use serde_json::Value;

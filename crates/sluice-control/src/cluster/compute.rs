@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sluice_core::segment::Latency;
-use sluice_policy::{Observation, Round};
+use sluice_policy::{Estimator, JobField, Observation, Round};
 
 use super::registry::effective;
 use super::{
@@ -121,14 +121,21 @@ impl<'a> Context<'a> {
         if !known {
             forget_gone(pool, &self.jobs);
         }
+        let spec = sluice_policy::registry::find(&pool.plan.algorithm).ok();
         // Under an algorithm that guarantees limits, a job nobody gave one reserves
         // nothing; elsewhere its demand stands in for PSFA's and PSharing's demandᵢ.
-        let guarantees = sluice_policy::registry::find(&pool.plan.algorithm)
-            .is_ok_and(|spec| spec.limit_is_guarantee);
+        let guarantees = spec.is_some_and(|spec| spec.limit_is_guarantee);
+        // The field the algorithm reads a job's load in, and the figure put there (the
+        // plan was checked when set: an estimator only where there is a load).
+        let load = spec.and_then(|spec| {
+            let field = spec.load?.field;
+            Some((field, spec.estimator(pool.plan.estimator).ok()??))
+        });
         pool.shares.truncate(self.jobs.len());
         let mut held_total = 0.0;
-        // By observation: the job it is of.
+        // By observation: the job it is of, and what its disconnected nodes hold.
         let mut members = Vec::new();
+        let mut member_held = Vec::new();
         let mut count = 0;
         // By entry: its demand in this pool, read once for the round and the split.
         let mut demands = vec![0.0; self.entries.len()];
@@ -145,6 +152,7 @@ impl<'a> Context<'a> {
                 g.all_wait += obs.wait;
                 if entry.connected {
                     g.usage += obs.admitted;
+                    g.arrivals += obs.arrivals;
                     g.demand += demand;
                     g.connected += 1;
                 } else {
@@ -166,7 +174,7 @@ impl<'a> Context<'a> {
                 weight: setting.weight.unwrap_or(f64::from(job.size)),
             };
             if g.connected > 0 {
-                let observation = Observation {
+                let mut observation = Observation {
                     id: String::new(),
                     limit: share.limit,
                     usage: g.usage,
@@ -175,15 +183,31 @@ impl<'a> Context<'a> {
                     nodes: Some(job.size),
                     period_s: setting.period_s,
                 };
+                if let Some((field, estimator)) = load {
+                    let figure = g.figure(estimator);
+                    match field {
+                        JobField::Usage => observation.usage = figure,
+                        _ => observation.arrivals = figure,
+                    }
+                }
                 set_observation(&mut pool.observations, count, job.name, observation, known);
                 members.push(j);
+                member_held.push(g.held);
                 count += 1;
             }
             set_share(&mut pool.shares, j, job.name, share, known);
         }
         pool.observations.truncate(count);
         pool.active = count;
-        let allocations = divide(pool, held_total, self.interval_s)?;
+        let allocations = if spec.is_some_and(|spec| spec.fixed_rate) {
+            let floors: Vec<f64> = members
+                .iter()
+                .map(|&j| self.connected_floor(&self.jobs[j]))
+                .collect();
+            divide_fixed(pool, &member_held, &floors, held_total, self.interval_s)?
+        } else {
+            divide(pool, held_total, self.interval_s)?
+        };
         for (&j, allocation) in members.iter().zip(allocations) {
             pool.shares[j].1.allocation += allocation;
             self.split(&self.jobs[j], allocation, &demands, fresh);
@@ -191,6 +215,17 @@ impl<'a> Context<'a> {
         pool.held = held_total;
         pool.layout = Some(self.layout);
         Ok(())
+    }
+
+    /// The least part of job `job`'s allocation its connected nodes get when split:
+    /// `node_floor` of it over its nodes, for each connected one.
+    fn connected_floor(&self, job: &Job<'_>) -> f64 {
+        let placed = &self.order[job.start..job.end];
+        let connected = placed
+            .iter()
+            .filter(|&&e| self.entries[e].connected)
+            .count();
+        self.node_floor * connected as f64 / placed.len() as f64
     }
 
     /// Job `job`'s allocation among its connected nodes, into `fresh`: `node_floor` of
@@ -274,6 +309,8 @@ fn group(entries: &[Entry<'_>], grouping: Grouping) -> (Vec<usize>, Vec<(usize, 
 struct Gathered {
     /// Σ admitted over its connected nodes.
     usage: f64,
+    /// Σ arrivals over its connected nodes.
+    arrivals: f64,
     /// Σ max(demand, arrivals) over its connected nodes.
     demand: f64,
     /// Over every node it is placed on, for the views.
@@ -285,6 +322,17 @@ struct Gathered {
     held: f64,
     /// Its connected nodes.
     connected: usize,
+}
+
+impl Gathered {
+    /// The figure `estimator` names, over the job's connected nodes.
+    fn figure(&self, estimator: Estimator) -> f64 {
+        match estimator {
+            Estimator::Usage => self.usage,
+            Estimator::Arrivals => self.arrivals,
+            Estimator::WaitInflated => self.demand,
+        }
+    }
 }
 
 impl Cluster {
@@ -481,6 +529,47 @@ fn divide(pool: &mut Pool, held: f64, interval_s: f64) -> Result<Vec<f64>, Clust
     };
     for rate in &mut rates {
         *rate += each;
+    }
+    Ok(rates)
+}
+
+/// The rates of a fixed-rate algorithm (`static`, `uniform`, `priority`) for the jobs of
+/// the pool's round, on their connected nodes; see the module's docs.
+///
+/// The algorithm is given the whole capacity: its rates are each job's own, and owe
+/// nothing to the other jobs or to their nodes. A job's disconnected nodes hold part
+/// of its rate (`held`, by observation), so its connected nodes get the rest, never less
+/// than the node floor's part of it (`floors`, by observation). Only when the rates, and
+/// what jobs with no connected node hold, add up to more than the capacity (more jobs
+/// than the pool was set up for) are they all scaled by one factor, so that the pool
+/// holds.
+fn divide_fixed(
+    pool: &mut Pool,
+    held: &[f64],
+    floors: &[f64],
+    held_total: f64,
+    interval_s: f64,
+) -> Result<Vec<f64>, ClusterError> {
+    let jobs = &pool.observations;
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let capacity = pool.capacity();
+    let round = Round::new(capacity, interval_s, jobs).map_err(|source| ClusterError::Policy {
+        pool: pool.plan.name.clone(),
+        source,
+    })?;
+    let mut rates = pool.allocator.allocate(&round);
+    let gone = (held_total - held.iter().sum::<f64>()).max(0.0);
+    let wanted = rates.iter().sum::<f64>() + gone;
+    let scale = if wanted > capacity {
+        capacity / wanted
+    } else {
+        1.0
+    };
+    for ((rate, &held), &floor) in rates.iter_mut().zip(held).zip(floors) {
+        let own = *rate * scale;
+        *rate = (own - held).max(own * floor);
     }
     Ok(rates)
 }

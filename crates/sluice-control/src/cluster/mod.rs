@@ -41,8 +41,24 @@
 //! setting (`period` in the configuration), else none (`set10` then detects it).
 //! A setting for one pool beats the job's setting for every pool, field by field.
 //!
-//! `static`, `uniform` and `priority` (fixed rates) may hand out more than they are given:
-//! that is what the administrator asked for, and it is passed on unchanged.
+//! Then the field in which the algorithm reads a job's load (`usage` for psfa,
+//! `arrivals` for the others that read one) is given the figure the pool's estimator
+//! names, over the connected nodes: `usage` (Σ admitted), `arrivals` (Σ calls that
+//! reached the gate, in the pool's unit) or `wait-inflated` (Σ max(demand, arrivals));
+//! by default the figure the algorithm's paper measures (psfa: usage, adaptbf:
+//! arrivals), else wait-inflated.
+//!
+//! ## Fixed rates
+//!
+//! `static`, `uniform` and `priority` hold each job to a rate of its own, whatever the
+//! others do, so their round differs. The algorithm is given the whole capacity `C`,
+//! not `C − H − F`, and no floor is added: job `i`'s rate `Rᵢ` is its own, and every job
+//! has one. What a job's disconnected nodes hold (`Hᵢ`) is part of its own rate, not of
+//! the pool's: its connected nodes get `max(Rᵢ − Hᵢ, Rᵢ·node_floor·K/N)` for `K` of its
+//! `N` nodes connected, so a cut node changes neither its job's rate nor any other job's.
+//! Only when the rates, with what jobs on no connected node hold, add up to more than
+//! `C` (more jobs than the pool was set up for, or limits beyond it) are all of them
+//! scaled by one factor, so that the pool holds.
 //!
 //! ## Splitting a job among its nodes
 //!
@@ -94,7 +110,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_core::segment::Latency;
-use sluice_policy::{Allocator, Observation, Params, PolicyError, Problem};
+use sluice_policy::{Allocator, Estimator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
 pub use auto::{AutoCapacity, AutoState};
@@ -117,6 +133,10 @@ pub struct PoolPlan {
     /// Fraction of the capacity (in [0, 1]) split equally among the pool's jobs before
     /// the algorithm runs.
     pub min_share: f64,
+    /// The figure fed to the algorithm as each job's load; `None`: the algorithm's
+    /// default ([`sluice_policy::registry::Spec::estimator`]). Only for algorithms that
+    /// read a load.
+    pub estimator: Option<Estimator>,
     /// When set, `capacity` is ignored: the capacity is found from the latency of the
     /// pool's calls (module `auto`), starting from `auto.start`.
     pub auto: Option<AutoCapacity>,
@@ -125,7 +145,8 @@ pub struct PoolPlan {
 /// What one job saw on one node for one pool over the last interval, per second.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelObs {
-    /// Calls that reached the gate.
+    /// Units that reached the gate, admitted or not yet (calls, or bytes for a bytes
+    /// channel, at the mean size of the calls it admitted).
     pub arrivals: f64,
     /// Units admitted.
     pub admitted: f64,
@@ -192,6 +213,7 @@ impl From<ShareView> for crate::proto::PoolShare {
             limit: s.limit,
             weight: s.weight,
             wait: s.wait,
+            arrivals: s.arrivals,
         }
     }
 }

@@ -316,6 +316,14 @@ fn check(plan: &PoolPlan) -> Result<(), ClusterError> {
             return Err(bad("auto.backoff", Problem::NotFraction));
         }
     }
+    // An unknown algorithm is [`build`]'s to report.
+    if let Ok(spec) = registry::find(&plan.algorithm) {
+        spec.estimator(plan.estimator)
+            .map_err(|source| ClusterError::Policy {
+                pool: plan.name.clone(),
+                source,
+            })?;
+    }
     Ok(())
 }
 

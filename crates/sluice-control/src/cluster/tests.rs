@@ -19,6 +19,7 @@ fn plan(name: &str, algorithm: &str, min_share: f64) -> PoolPlan {
         algorithm: algorithm.to_owned(),
         params: Params::new(),
         min_share,
+        estimator: None,
         auto: None,
     }
 }
@@ -376,4 +377,154 @@ fn under_reservations_a_job_without_a_limit_reserves_nothing() {
         allocation(&c, "victim")
     );
     assert!(allocation(&c, "aggressor") <= 4_000.0 + 1e-6);
+}
+
+/// A pool of `algorithm` with parameter `param` and a floor of 1 %.
+fn fixed(algorithm: &str, param: (&str, f64)) -> PoolPlan {
+    let mut plan = plan("md", algorithm, 0.01);
+    plan.params
+        .set(param.0, sluice_policy::ParamValue::Number(param.1));
+    plan
+}
+
+/// PADLL's Uniform as the paper runs it: a job alone, and each of the jobs that join it,
+/// at capacity / 4, with no floor on top and nothing taken away for the others.
+#[test]
+fn uniform_holds_every_job_at_its_fixed_rate_whatever_the_others_do() {
+    let mut c = cluster(vec![fixed("uniform", ("jobs", 4.0))]);
+    c.report("n1", 1, true, vec![job("j1", 9_000.0, 5_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    assert_eq!(allocation(&c, "j1"), CAPACITY / 4.0);
+    c.report("n2", 2, true, vec![job("j2", 0.0, 0.0)], vec![]);
+    c.report("n3", 2, true, vec![job("j3", 50_000.0, 2_500.0)], vec![]);
+    c.compute(2, 1.0).expect("computes");
+    for id in ["j1", "j2", "j3"] {
+        assert_eq!(allocation(&c, id), CAPACITY / 4.0, "{id}");
+    }
+}
+
+/// PADLL's Priority: each job at capacity × weight / total_weight, alone or not.
+#[test]
+fn priority_holds_every_job_at_its_weighted_rate() {
+    let mut c = cluster(vec![fixed("priority", ("total_weight", 10.0))]);
+    let weight = |w| JobSetting {
+        weight: Some(w),
+        ..JobSetting::default()
+    };
+    c.set_job("j1", None, weight(1.0)).expect("valid");
+    c.set_job("j2", None, weight(4.0)).expect("valid");
+    c.report("n1", 1, true, vec![job("j1", 9_000.0, 1_000.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    assert_eq!(allocation(&c, "j1"), 1_000.0);
+    c.report("n2", 2, true, vec![job("j2", 9_000.0, 4_000.0)], vec![]);
+    c.compute(2, 1.0).expect("computes");
+    assert_eq!(allocation(&c, "j1"), 1_000.0);
+    assert_eq!(allocation(&c, "j2"), 4_000.0);
+}
+
+/// A node of a fixed-rate job is cut: it keeps enforcing its part (fail-static), so the
+/// job's other node gets the rest of the job's rate, and no other job moves.
+#[test]
+fn a_cut_node_counts_against_its_own_jobs_fixed_rate_only() {
+    let mut c = cluster(vec![fixed("uniform", ("jobs", 2.0))]);
+    c.report("a", 1, true, vec![job("j", 3_000.0, 3_000.0)], vec![]);
+    c.report("b", 1, true, vec![job("j", 1_000.0, 1_000.0)], vec![]);
+    c.report("c", 1, true, vec![job("k", 9_000.0, 5_000.0)], vec![]);
+    let first = pushed(&c.compute(1, 1.0).expect("computes"));
+    let on_b = first[&("b".into(), "j".into())];
+    assert!(close(
+        first[&("a".into(), "j".into())] + on_b,
+        CAPACITY / 2.0
+    ));
+    c.node_disconnected("b", 2);
+    // Even if a wants all of j now.
+    c.report("a", 2, false, vec![job("j", 9_000.0, 3_000.0)], vec![]);
+    let out = pushed(&c.compute(2, 1.0).expect("computes"));
+    let on_a = out
+        .get(&("a".into(), "j".into()))
+        .copied()
+        .unwrap_or(first[&("a".into(), "j".into())]);
+    assert!(close(on_a, CAPACITY / 2.0 - on_b), "{on_a} + {on_b}");
+    assert!(close(allocation(&c, "j"), CAPACITY / 2.0));
+    assert_eq!(allocation(&c, "k"), CAPACITY / 2.0);
+    assert!(!out.contains_key(&("c".into(), "k".into())), "k unchanged");
+}
+
+/// More jobs than the pool was set up for: the fixed rates would take more than the
+/// capacity, so every one is scaled alike and the pool holds.
+#[test]
+fn fixed_rates_beyond_the_set_up_are_scaled_to_the_capacity() {
+    let mut c = cluster(vec![fixed("uniform", ("jobs", 2.0))]);
+    for (node, id) in [("n1", "j1"), ("n2", "j2"), ("n3", "j3")] {
+        c.report(node, 1, true, vec![job(id, 9_000.0, 1_000.0)], vec![]);
+    }
+    c.compute(1, 1.0).expect("computes");
+    for id in ["j1", "j2", "j3"] {
+        assert!(close(allocation(&c, id), CAPACITY / 3.0), "{id}");
+    }
+}
+
+/// What each estimator feeds PSFA as usageᵢ: the admitted rate, the arrivals or the
+/// wait-inflated demand, as Algorithm 1 reads it.
+#[test]
+fn the_pools_estimator_is_what_the_algorithm_reads_as_load() {
+    let obs = |arrivals, admitted, demand| ChannelObs {
+        arrivals,
+        admitted,
+        demand,
+        ..ChannelObs::default()
+    };
+    let report = |c: &mut Cluster| {
+        for (node, id, o) in [
+            ("n1", "j1", obs(3_000.0, 1_000.0, 6_000.0)),
+            ("n2", "j2", obs(2_000.0, 2_000.0, 2_000.0)),
+        ] {
+            let mut j = job(id, 0.0, 0.0);
+            j.pools.insert("md".into(), o);
+            c.report(node, 1, true, vec![j], vec![]);
+        }
+    };
+    let limits = |c: &mut Cluster| {
+        for (id, limit) in [("j1", 4_000.0), ("j2", 5_000.0)] {
+            let setting = JobSetting {
+                limit: Some(limit),
+                ..JobSetting::default()
+            };
+            c.set_job(id, None, setting).expect("valid");
+        }
+    };
+    for (estimator, usage) in [
+        (None, [1_000.0, 2_000.0]),
+        (Some(Estimator::Usage), [1_000.0, 2_000.0]),
+        (Some(Estimator::Arrivals), [3_000.0, 2_000.0]),
+        (Some(Estimator::WaitInflated), [6_000.0, 2_000.0]),
+    ] {
+        let mut c = cluster(vec![PoolPlan {
+            estimator,
+            ..plan("md", "psfa", 0.0)
+        }]);
+        limits(&mut c);
+        report(&mut c);
+        c.compute(1, 1.0).expect("computes");
+        let want = direct(
+            &[
+                observation("j1", 4_000.0, usage[0], 0.0, 1.0),
+                observation("j2", 5_000.0, usage[1], 0.0, 1.0),
+            ],
+            0.0,
+        );
+        let got = [allocation(&c, "j1"), allocation(&c, "j2")];
+        assert!(
+            close(got[0], want[0]) && close(got[1], want[1]),
+            "{estimator:?}: {got:?} vs {want:?}"
+        );
+    }
+    let refused = Cluster::default().set_pools(vec![PoolPlan {
+        estimator: Some(Estimator::Usage),
+        ..plan("md", "uniform-share", 0.0)
+    }]);
+    assert_eq!(
+        refused.map_err(|e| e.to_string()),
+        Err("pools.md.estimator: uniform-share reads no load, so no estimator applies".into())
+    );
 }

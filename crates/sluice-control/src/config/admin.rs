@@ -50,8 +50,9 @@ impl AdminError {
 
 impl ControlConfig {
     /// Creates pool `name`, or replaces it (keeping its `min_share`); `params` are
-    /// `NAME=VALUE` with a number or `true`/`false`. Refused if a job's limit would no
-    /// longer match the pool's unit.
+    /// `NAME=VALUE` with a number or `true`/`false`; `estimator` names the figure fed to
+    /// the algorithm as a job's load (`None`: the algorithm's default). Refused if a
+    /// job's limit would no longer match the pool's unit.
     pub fn pool_set(
         &mut self,
         name: &str,
@@ -59,6 +60,7 @@ impl ControlConfig {
         capacity: &str,
         algorithm: &str,
         params: &[impl AsRef<str>],
+        estimator: Option<&str>,
     ) -> Result<(), AdminError> {
         let item = format!("pool {name:?}");
         let invalid = |e: FieldError| AdminError::invalid(&item, e);
@@ -66,8 +68,10 @@ impl ControlConfig {
         let min_share = self
             .pool(name)
             .map_or(PoolSpec::DEFAULT_MIN_SHARE, |pool| pool.min_share);
-        let spec = PoolSpec::check(name, filter, capacity, algorithm, params, min_share)
-            .map_err(invalid)?;
+        let spec = PoolSpec::check(
+            name, filter, capacity, algorithm, params, min_share, estimator,
+        )
+        .map_err(invalid)?;
         let mut pools = self.pools.clone();
         match pools.iter_mut().find(|pool| pool.name == name) {
             Some(pool) => *pool = spec,

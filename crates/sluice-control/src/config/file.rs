@@ -38,6 +38,7 @@ struct RawPool {
     algorithm: Spanned<String>,
     params: Option<Spanned<BTreeMap<String, toml::Value>>>,
     min_share: Option<Spanned<f64>>,
+    estimator: Option<Spanned<String>>,
     auto: Option<Spanned<RawAuto>>,
 }
 
@@ -205,6 +206,7 @@ impl RawPool {
             self.min_share
                 .as_ref()
                 .map_or(PoolSpec::DEFAULT_MIN_SHARE, |share| *share.get_ref()),
+            self.estimator.as_ref().map(|e| e.get_ref().as_str()),
         )?;
         if let Some(a) = auto {
             spec.auto = Some(AutoSpec::check(
@@ -230,6 +232,7 @@ impl RawPool {
             "algorithm" => Some(self.algorithm.span()),
             "params" => self.params.as_ref().map(Spanned::span),
             "min_share" => self.min_share.as_ref().map(Spanned::span),
+            "estimator" => self.estimator.as_ref().map(Spanned::span),
             "auto" => self.auto.as_ref().map(Spanned::span),
             _ => None,
         }
@@ -442,6 +445,10 @@ pub(super) fn render(config: &ControlConfig) -> String {
             let _ = writeln!(out, "params = {{ {} }}", params.join(", "));
         }
         let _ = writeln!(out, "min_share = {}", float(pool.min_share));
+        // Only as set: a pool left to its algorithm's default follows a new algorithm's.
+        if let Some(estimator) = pool.estimator {
+            let _ = writeln!(out, "estimator = {}", quote(estimator.name()));
+        }
     }
     for rule in &config.rules {
         let _ = writeln!(out, "\n[[rule]]\nrule = {}", quote(&rule.to_string()));

@@ -22,6 +22,7 @@
 //! algorithm = "psfa"
 //! params = { epsilon = 0.25 }               # numbers or booleans
 //! min_share = 0.01                          # default 0.01, at most 0.5
+//! estimator = "usage"                       # usage, arrivals or wait-inflated; default the algorithm's
 //!
 //! [[rule]]                                  # static rules, in order: first match wins
 //! rule = "cap-alice: user=alice op=open rate=2k/s"

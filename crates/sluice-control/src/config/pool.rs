@@ -7,7 +7,7 @@ use std::fmt;
 use sluice_core::op::Op;
 use sluice_core::rule::{ParseError, Rate, Rule, Unit, parse_conditions, parse_rule};
 use sluice_policy::registry::{self, INTERVAL_S};
-use sluice_policy::{ParamValue, Params};
+use sluice_policy::{Estimator, ParamValue, Params};
 
 /// A pool: a shared resource (a file system's metadata rate, its bandwidth, one
 /// operation's rate) whose capacity an algorithm divides among the jobs using it.
@@ -28,6 +28,10 @@ pub struct PoolSpec {
     pub params: BTreeMap<String, ParamValue>,
     /// The fraction of the capacity, in [0, 0.5], kept as a floor shared by all jobs.
     pub min_share: f64,
+    /// The figure fed to the algorithm as each job's load, as the administrator set it;
+    /// `None`: the algorithm's default ([`PoolSpec::estimator_in_force`]). Set only for
+    /// an algorithm that reads a load.
+    pub estimator: Option<Estimator>,
     /// `capacity = "auto"`: the capacity is found from the latency of the pool's calls.
     pub auto: Option<AutoSpec>,
 }
@@ -204,6 +208,7 @@ impl PoolSpec {
         algorithm: &str,
         params: BTreeMap<String, ParamValue>,
         min_share: f64,
+        estimator: Option<&str>,
     ) -> Result<PoolSpec, FieldError> {
         let valid_name = (1..=64).contains(&name.len())
             && name
@@ -245,17 +250,26 @@ impl PoolSpec {
                 ),
             ));
         }
-        let pool = PoolSpec {
+        let mut pool = PoolSpec {
             name: name.to_owned(),
             filter: rule.filter(),
             capacity: capacity_rate,
             algorithm: algorithm.to_owned(),
             params,
             min_share,
+            estimator: None,
             auto: None,
         };
         spec.build(&pool.policy_params())
             .map_err(|e| FieldError::named("params", e))?;
+        if let Some(text) = estimator {
+            let given = text
+                .parse::<Estimator>()
+                .map_err(|e| FieldError::new("estimator", e))?;
+            spec.estimator(Some(given))
+                .map_err(|e| FieldError::named("estimator", e))?;
+            pool.estimator = Some(given);
+        }
         if !(0.0..=Self::MAX_MIN_SHARE).contains(&min_share) {
             return Err(FieldError::new(
                 "min_share",
@@ -288,6 +302,14 @@ impl PoolSpec {
             params.set(name.clone(), *value);
         }
         params
+    }
+
+    /// The figure its algorithm is fed as each job's load: the one set, else the
+    /// algorithm's default; `None` for an algorithm that reads no load.
+    pub fn estimator_in_force(&self) -> Option<Estimator> {
+        registry::find(&self.algorithm)
+            .ok()
+            .and_then(|spec| spec.estimator(self.estimator).ok().flatten())
     }
 
     /// Whether the pool counts bytes (a bandwidth) rather than operations.

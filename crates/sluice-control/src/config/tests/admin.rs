@@ -1,4 +1,5 @@
 use sluice_core::rule::Rate;
+use sluice_policy::Estimator;
 
 use super::example;
 use crate::config::{AdminError, AdminErrorKind, ControlConfig};
@@ -28,7 +29,14 @@ fn not_found(change: impl FnOnce(&mut ControlConfig) -> Result<(), AdminError>) 
 fn pool_set_creates_and_replaces() {
     let mut config = example();
     config
-        .pool_set("home", "mount=/home/", "2k/s", "uniform", &["rate=500"])
+        .pool_set(
+            "home",
+            "mount=/home/",
+            "2k/s",
+            "uniform",
+            &["rate=500"],
+            None,
+        )
         .unwrap();
     assert_eq!(
         config.pools[2].rule().to_string(),
@@ -41,6 +49,7 @@ fn pool_set_creates_and_replaces() {
             "20GiB/s",
             "psfa",
             &[] as &[&str],
+            None,
         )
         .unwrap();
     let bw = config.pool("scratch-bw").unwrap();
@@ -50,29 +59,73 @@ fn pool_set_creates_and_replaces() {
 }
 
 #[test]
+fn an_estimator_is_set_checked_and_defaults_to_the_papers() {
+    let mut config = example();
+    let none: &[&str] = &[];
+    config
+        .pool_set("md", "", "1k/s", "psfa", none, Some("arrivals"))
+        .unwrap();
+    let md = config.pool("md").unwrap();
+    assert_eq!(md.estimator, Some(Estimator::Arrivals));
+    assert_eq!(md.estimator_in_force(), Some(Estimator::Arrivals));
+    // Set again without one: back to the algorithm's own.
+    config
+        .pool_set("md", "", "1k/s", "adaptbf", none, None)
+        .unwrap();
+    let md = config.pool("md").unwrap();
+    assert_eq!(md.estimator, None);
+    assert_eq!(md.estimator_in_force(), Some(Estimator::Arrivals));
+    config
+        .pool_set("md", "", "1k/s", "psfa", none, None)
+        .unwrap();
+    let psfa = config.pool("md").unwrap().estimator_in_force();
+    assert_eq!(psfa, Some(Estimator::Usage));
+    config
+        .pool_set("md", "", "1k/s", "uniform", &["jobs=4"], None)
+        .unwrap();
+    assert_eq!(config.pool("md").unwrap().estimator_in_force(), None);
+    assert_eq!(
+        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", none, Some("demand"))),
+        "pool \"x\": estimator: unknown estimator \"demand\" (one of: usage, arrivals, \
+         wait-inflated)"
+    );
+    assert_eq!(
+        invalid(|c| c.pool_set("x", "", "1k/s", "uniform", &["jobs=4"], Some("usage"))),
+        "pool \"x\": estimator: uniform reads no load, so no estimator applies"
+    );
+}
+
+#[test]
 fn pool_set_refuses_without_changing_anything() {
     let none: &[&str] = &[];
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none)),
+        invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none, None)),
         "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, \
          uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
          adaptbf-bounded, adaptbf-need, set10, reservations, drf)"
     );
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"])),
+        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"], None)),
         "pool \"x\": params: \"epsilon\": expected NAME=NUMBER or NAME=true|false"
     );
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon=0.1", "epsilon=0.2"])),
+        invalid(|c| c.pool_set(
+            "x",
+            "",
+            "1k/s",
+            "psfa",
+            &["epsilon=0.1", "epsilon=0.2"],
+            None
+        )),
         "pool \"x\": params: epsilon is given twice"
     );
     assert!(
-        invalid(|c| c.pool_set("x", "clas=data", "1k/s", "psfa", none))
+        invalid(|c| c.pool_set("x", "clas=data", "1k/s", "psfa", none, None))
             .starts_with("pool \"x\": match: at column 1 ('clas=data'): expected a key")
     );
     // Job 4242 reserves 5k/s in scratch-md: a bandwidth is no place for it.
     assert_eq!(
-        invalid(|c| c.pool_set("scratch-md", "", "1GiB/s", "psfa", none)),
+        invalid(|c| c.pool_set("scratch-md", "", "1GiB/s", "psfa", none, None)),
         "job \"4242\" in pool \"scratch-md\": limit: 5k/s counts ops, but pool \"scratch-md\" \
          counts bytes (its capacity is 1GiB/s)"
     );
@@ -215,7 +268,14 @@ fn changes_survive_a_save_and_load() {
     let mut config = example();
     config.rule_start("slow: exe=dd rate=10/s burst=1").unwrap();
     config
-        .pool_set("tmp", "", "1k/s", "reservations", &["work_conserving=true"])
+        .pool_set(
+            "tmp",
+            "",
+            "1k/s",
+            "reservations",
+            &["work_conserving=true"],
+            Some("arrivals"),
+        )
         .unwrap();
     assert_eq!(ControlConfig::parse(&config.to_toml()).unwrap(), config);
 }

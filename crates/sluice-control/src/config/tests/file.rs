@@ -59,6 +59,7 @@ fn writes_what_it_reads() {
     config.stale_after = Duration::from_secs(90);
     config.pools[0].min_share = 0.1 + 0.2;
     config.pools[1].filter.clear();
+    config.pools[1].estimator = Some(sluice_policy::Estimator::Usage);
     config.admin.token_file = Some("/etc/sluice/a \"quoted\" token".into());
     let text = config.to_toml();
     assert_eq!(ControlConfig::parse(&text).unwrap(), config, "{text}");
@@ -128,6 +129,14 @@ fn pool_errors_say_which_pool_which_field_and_why() {
         ),
         ("min_share = 0.6", "min_share: 0.6 is outside [0, 0.5]"),
         ("min_share = nan", "min_share: NaN is outside [0, 0.5]"),
+        (
+            "estimator = \"demand\"",
+            "estimator: unknown estimator \"demand\" (one of: usage, arrivals, wait-inflated)",
+        ),
+        (
+            "algorithm = \"priority\"\nparams = { rate = 5 }\nestimator = \"usage\"",
+            "estimator: priority reads no load, so no estimator applies",
+        ),
     ];
     for (fields, expected) in cases {
         let mut text = format!("{fields}\n");
@@ -225,7 +234,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`, `auto`"
+         `algorithm`, `params`, `min_share`, `estimator`, `auto`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));

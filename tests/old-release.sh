@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds `sluice` and the stage of the release before versioned segments (commit b068009)
+# once, for the upgrade test (crates/sluice-cli/tests/versions.rs), and keeps them under
+# TARGET/old-release/COMMIT; prints that directory. The build seeds its own target
+# directory with the workspace's compiled registry crates (the same versions, so they
+# stay fresh) and compiles only sluice's own crates, from the commit's source.
+#
+# `make test` starts it in the background once the test binaries are built, so that the
+# build overlaps tests that mostly wait; the upgrade test runs it too, and a second run
+# waits for the first (flock) instead of building again.
+# Environment: SLUICE_BIN_DIR (default target/release: the build it seeds from).
+set -euo pipefail
+commit=b068009
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${SLUICE_BIN_DIR:-$root/target/release}
+target=$(dirname "$bin")
+kept=$target/old-release/$commit
+mkdir -p "$target/old-release"
+exec 9>"$target/old-release/.lock"
+flock 9
+if [[ -f $kept/sluice && -f $kept/libsluice_stage.so ]]; then
+    echo "$kept"
+    exit 0
+fi
+started=$SECONDS
+build=$(mktemp -d "$target/old-release/.build-XXXXXX")
+trap 'rm -rf "$build"' EXIT
+mkdir "$build/src"
+if ! git -C "$root" archive --format=tar "$commit" | tar -x -C "$build/src"; then
+    echo "old-release.sh: cannot extract commit $commit of $root: the upgrade test builds it," \
+        "the release before versioned segments; a shallow clone lacks it (git fetch --unshallow)" >&2
+    exit 1
+fi
+seeded=$build/src/target/release
+mkdir -p "$seeded"
+for part in deps build .fingerprint; do
+    cp -a "$bin/$part" "$seeded/"
+    # sluice's own crates are built from the old source, never taken from ours.
+    rm -rf "$seeded/$part"/sluice* "$seeded/$part"/libsluice*
+done
+if ! log=$(cd "$build/src" && CARGO_TARGET_DIR=$build/src/target \
+    cargo build --release --offline --locked -p sluice -p sluice-stage 2>&1 </dev/null); then
+    echo "old-release.sh: cannot build commit $commit: $log" >&2
+    exit 1
+fi
+mkdir "$build/bins"
+cp "$seeded/sluice" "$seeded/libsluice_stage.so" "$build/bins/"
+mv "$build/bins" "$kept"
+echo "old-release.sh: built release $commit in $((SECONDS - started)) s," \
+    "$(grep -c 'Compiling ' <<<"$log") crates compiled" >&2
+echo "$kept"
