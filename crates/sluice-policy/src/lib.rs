@@ -65,7 +65,6 @@ pub mod algo;
 pub mod bench;
 mod error;
 mod estimator;
-mod fft;
 mod obs;
 pub mod period;
 pub mod registry;
