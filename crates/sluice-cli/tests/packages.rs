@@ -58,25 +58,6 @@ fn packages() -> &'static Packages {
     })
 }
 
-/// Whether nfpm cannot be had here: `packaging/package.sh` installs it with Go 1.25 or
-/// later, which Debian 12 does not ship (its golang-go is 1.19). The tests then say
-/// they are skipped rather than fail `make test` on a machine that cannot package.
-fn no_packager() -> bool {
-    let go = Command::new("go").arg("env").arg("GOVERSION").output();
-    let version = go.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    let usable = version.as_deref().ok().and_then(|v| {
-        let mut parts = v.strip_prefix("go")?.split('.');
-        let major: u32 = parts.next()?.parse().ok()?;
-        let minor: u32 = parts.next()?.parse().ok()?;
-        Some((major, minor) >= (1, 25))
-    });
-    if usable == Some(true) {
-        return false;
-    }
-    eprintln!("skipped: packaging needs Go 1.25 or later for nfpm (packaging/package.sh)");
-    true
-}
-
 /// The .deb unpacked (`dpkg-deb -x`) into a fresh directory, with its control files
 /// (`dpkg-deb -e`) in `DEBIAN/` beside.
 fn unpacked_deb() -> TempDir {
@@ -113,9 +94,6 @@ fn deb_files() -> (BTreeSet<String>, BTreeSet<String>) {
 
 #[test]
 fn the_deb_installs_the_binary_stage_plugin_units_configs_man_pages_and_completions() {
-    if no_packager() {
-        return;
-    }
     let (files, man) = deb_files();
     for want in [
         "/usr/bin/sluice",
@@ -215,9 +193,6 @@ fn the_deb_installs_the_binary_stage_plugin_units_configs_man_pages_and_completi
 
 #[test]
 fn the_rpm_lists_the_same_files_as_the_deb() {
-    if no_packager() {
-        return;
-    }
     let listing = run(Command::new("rpm")
         .args(["-qlp", "--nosignature"])
         .arg(&packages().rpm));
@@ -246,9 +221,6 @@ fn the_rpm_lists_the_same_files_as_the_deb() {
 
 #[test]
 fn lintian_finds_no_error_in_the_deb() {
-    if no_packager() {
-        return;
-    }
     let o = Command::new("lintian")
         .args(["--tag-display-limit", "0"])
         .arg(&packages().deb)
@@ -263,9 +235,6 @@ fn lintian_finds_no_error_in_the_deb() {
 
 #[test]
 fn the_installed_units_verify() {
-    if no_packager() {
-        return;
-    }
     if !needs_root() {
         return;
     }
@@ -289,9 +258,6 @@ fn the_installed_units_verify() {
 
 #[test]
 fn the_installed_package_runs_a_pool_as_the_sluice_user_and_leaves_the_site_file_alone() {
-    if no_packager() {
-        return;
-    }
     if !needs_root() {
         return;
     }
