@@ -25,25 +25,31 @@ pub struct Place {
     pub managed: bool,
 }
 
-/// A set of bytes (256 bits): the letters places start with. Laid out as its four words
-/// (bit `c % 64` of word `c / 64`), which the stage's probe reads.
+/// A set of bytes kept in one word, bit `c % 64` for byte `c`: the letters places start
+/// with. It may hold a byte that was never added (one of the three that share its bit),
+/// never lacks one that was: every use asks "may a place start so?", where a false yes
+/// costs a comparison and a false no would misjudge. One word, so that the stage's probe
+/// tests a letter with one load and one `bt`, in the cache line of the place it compares
+/// with ([`Prefix`]): for path names, which are mostly ASCII letters, digits and
+/// punctuation, the bytes sharing a bit rarely meet (lower case shares with `!`…`:`,
+/// upper case with control bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(transparent)]
-pub struct LetterSet([u64; 4]);
+pub struct LetterSet(u64);
 
 impl LetterSet {
     /// Every byte.
-    pub const ALL: LetterSet = LetterSet([u64::MAX; 4]);
+    pub const ALL: LetterSet = LetterSet(u64::MAX);
 
     /// Adds `c`.
     pub fn insert(&mut self, c: u8) {
-        self.0[c as usize / 64] |= 1 << (c % 64);
+        self.0 |= 1 << (c % 64);
     }
 
-    /// Whether `c` is in the set.
+    /// Whether `c` may be in the set (see the type).
     #[inline(always)]
     pub fn contains(&self, c: u8) -> bool {
-        self.0[c as usize / 64] >> (c % 64) & 1 != 0
+        self.0 >> (c % 64) & 1 != 0
     }
 }
 
@@ -117,7 +123,12 @@ impl MountTable {
             .filter(|&i| self.is_managed(i as PlaceIdx))
             .collect();
         let complete = !self.is_managed(0) && managed.len() <= MAX_PREFIXES;
+        let letters = self.managed_letters();
         let mut out = Prefixes {
+            list: [Prefix {
+                letters,
+                ..Prefix::default()
+            }; MAX_PREFIXES],
             complete,
             ..Prefixes::default()
         };
@@ -126,8 +137,12 @@ impl MountTable {
             path.len() < PREFIX_BYTES && !self.has_places_below(path)
         };
         let chosen = managed.into_iter().filter(|&i| complete || leaf(i));
-        for (slot, i) in out.list.iter_mut().zip(chosen) {
-            *slot = Prefix::new(self.places[i].path.as_bytes(), i as PlaceIdx, leaf(i));
+        for ((slot, about), i) in out.list.iter_mut().zip(&mut out.about).zip(chosen) {
+            *slot = Prefix::new(self.places[i].path.as_bytes(), letters);
+            *about = About {
+                idx: i as PlaceIdx,
+                leaf: leaf(i),
+            };
         }
         out
     }
@@ -242,67 +257,68 @@ const PREFIX_BYTES: usize = 48;
 /// with a managed place (`/lustre/home` beside a managed `/lustre/scratch`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Prefixes {
+    /// What a glance reads, one cache line a place; a place comparing no byte ends it.
     list: [Prefix; MAX_PREFIXES],
+    /// What the places stand for, read once a glance has placed a path.
+    about: [About; MAX_PREFIXES],
     /// Whether `list` holds every managed place (the root not among them): then a path
     /// apart from them all lies in none.
     complete: bool,
 }
 
-/// One place of [`Prefixes`], in one cache line; `len` 0 ends the list.
+/// What one place of [`Prefixes`] stands for, beside what a glance compares.
+#[derive(Clone, Copy, Debug, Default)]
+struct About {
+    idx: PlaceIdx,
+    /// Whether no other place lies below this one and its whole path is held: a path in
+    /// it lies in this place.
+    leaf: bool,
+}
+
+/// One place of [`Prefixes`]: all that a glance at a path reads, in one cache line (the
+/// letters a managed place may start with, then the place's bytes), so that a path beside
+/// a managed place costs the glance no line more than one elsewhere (after a system call,
+/// each line a call reads is likely a miss).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub struct Prefix {
-    /// The path's first bytes, zero-padded.
+    /// The path's first bytes, zero-padded; when the path is shorter than them, the NUL
+    /// after it is compared too (the last compared byte is then 0).
     bytes: [u8; PREFIX_BYTES],
-    /// Bytes of the path held.
-    len: u8,
-    idx: PlaceIdx,
-    /// Whether `bytes` holds the whole path (else only its first 48 bytes, which can
-    /// tell a path apart but never in).
-    whole: bool,
-    /// Whether no other place lies below this one: a path in it lies in this place.
-    leaf: bool,
-    /// Whether a component of the path starts with a dot (`/home/.cache`).
-    dotted: bool,
-    /// The bytes compared (the path's, and the byte after a whole path) and the 16-byte
-    /// blocks that hold them: both follow from `len`, worked out once here rather than in
+    /// Bit `i`: byte `i` is compared (none for no place). Worked out once here, not in
     /// every call.
-    compared: u8,
-    blocks: u8,
+    mask: u64,
+    /// The letters after the leading slash that may lead into any managed place
+    /// ([`MountTable::managed_letters`]), the same in every place of a list.
+    letters: LetterSet,
 }
+
+const _: () = assert!(size_of::<Prefix>() == 64);
 
 impl Default for Prefix {
     fn default() -> Self {
         Prefix {
             bytes: [0; PREFIX_BYTES],
-            len: 0,
-            idx: 0,
-            whole: false,
-            leaf: false,
-            dotted: false,
-            compared: 0,
-            blocks: 0,
+            mask: 0,
+            letters: LetterSet::default(),
         }
     }
 }
 
 /// Where a routine that does what [`Prefix::stand_of`] does on a C string finds what it
 /// needs in a [`Prefix`], whose layout is C's: the bytes compared (zero-padded to whole
-/// 16-byte blocks; the last compared one is 0 when they hold the whole path), how many
-/// are compared (0 for no place), the blocks that hold them, and whether the place has a
-/// component starting with a dot (a byte, 0 or 1).
+/// 16-byte blocks), the word whose bits say which bytes are compared, and the word of the
+/// letters a managed place may start with ([`LetterSet`]).
 pub mod prefix_layout {
     use super::Prefix;
     use std::mem::offset_of;
 
     /// The bytes compared.
     pub const BYTES: usize = offset_of!(Prefix, bytes);
-    /// How many bytes are compared (a byte).
-    pub const COMPARED: usize = offset_of!(Prefix, compared);
-    /// The blocks that hold them (a byte).
-    pub const BLOCKS: usize = offset_of!(Prefix, blocks);
-    /// Whether the place has a component starting with a dot (a byte).
-    pub const DOTTED: usize = offset_of!(Prefix, dotted);
+    /// Which bytes are compared (a word).
+    pub const MASK: usize = offset_of!(Prefix, mask);
+    /// The letters a managed place may start with (a word).
+    pub const LETTERS: usize = offset_of!(Prefix, letters);
 }
 
 /// Where a path lies, as [`Prefixes`] see it.
@@ -335,10 +351,10 @@ impl Prefixes {
     /// compare with. `None` when the other places must be compared ([`Prefixes::glance`]).
     #[inline(always)]
     pub fn settled(&self, first: Stand) -> Option<Glance> {
-        let head = &self.list[0];
+        let head = &self.about[0];
         match first {
             Stand::In if head.leaf => Some(Glance::In(head.idx)),
-            _ if self.list[1].len != 0 => None,
+            _ if self.list[1].mask != 0 => None,
             Stand::Apart if self.complete => Some(Glance::Apart),
             _ => Some(Glance::Unknown),
         }
@@ -361,10 +377,11 @@ impl Prefixes {
         mut stand: impl FnMut(&Prefix) -> Result<Option<Stand>, E>,
     ) -> Result<Glance, E> {
         let mut apart = self.complete;
-        for prefix in self.list.iter().take_while(|x| x.len != 0) {
+        let places = self.list.iter().zip(&self.about);
+        for (prefix, about) in places.take_while(|(x, _)| x.mask != 0) {
             match stand(prefix)? {
                 None => return Ok(Glance::Unknown),
-                Some(Stand::In) if prefix.leaf => return Ok(Glance::In(prefix.idx)),
+                Some(Stand::In) if about.leaf => return Ok(Glance::In(about.idx)),
                 Some(Stand::Apart) => {}
                 Some(_) => apart = false,
             }
@@ -378,23 +395,23 @@ impl Prefixes {
 }
 
 impl Prefix {
-    fn new(path: &[u8], idx: PlaceIdx, leaf: bool) -> Prefix {
-        let whole = path.len() < PREFIX_BYTES;
+    fn new(path: &[u8], letters: LetterSet) -> Prefix {
         let len = path.len().min(PREFIX_BYTES);
         let mut bytes = [0; PREFIX_BYTES];
         bytes[..len].copy_from_slice(&path[..len]);
         // A whole path's byte after it (its end) is compared too.
-        let compared = if whole { len + 1 } else { len };
+        let compared = (path.len() + 1).min(PREFIX_BYTES);
         Prefix {
             bytes,
-            len: len as u8,
-            idx,
-            whole,
-            leaf: leaf && whole,
-            dotted: slash_pairs(path).0,
-            compared: compared as u8,
-            blocks: compared.div_ceil(16) as u8,
+            mask: (1u64 << compared) - 1,
+            letters,
         }
+    }
+
+    /// The letters after the leading slash that may lead into a managed place.
+    #[inline(always)]
+    pub fn letters(&self) -> &LetterSet {
+        &self.letters
     }
 
     /// How the absolute path `path` (its bytes; its NUL after them) stands to this place;
@@ -405,24 +422,18 @@ impl Prefix {
     /// (`/lustre/home/x` and `/lustre/scratch`), or one continues the other
     /// (`/lustre/scratch/x`), or the path lies above the place (`/lustre`) or has a double
     /// slash where they part (`/lustre//scratch`), which a glance leaves to the lookup.
-    /// A component starting with a dot is looked for only from the byte before the one
-    /// that differs: the bytes before are the place's, which have none (unless the place
-    /// has one itself: then from the start).
+    /// A component starting with a dot is looked for in the whole path (the stage's
+    /// probe looks for it while it compares, not after).
     pub fn stand_of(&self, path: &[u8]) -> Option<Stand> {
-        let n = self.compared as usize;
-        let byte = |i: usize| path.get(i).copied().unwrap_or(0);
-        let differ = (0..n).find(|&i| byte(i) != self.bytes[i]);
-        let from = if self.dotted {
-            0
-        } else {
-            differ.unwrap_or(n).saturating_sub(1)
-        };
-        let rest = path.get(from..).unwrap_or_default();
-        if rest.first() == Some(&b'.') || slash_pairs(rest).0 {
+        if path.first() == Some(&b'.') || slash_pairs(path).0 {
             return None;
         }
+        let n = self.mask.count_ones() as usize;
+        let byte = |i: usize| path.get(i).copied().unwrap_or(0);
+        let differ = (0..n).find(|&i| byte(i) != self.bytes[i]);
         let Some(d) = differ else {
-            return Some(if self.whole {
+            // Whole when the NUL after the path was compared.
+            return Some(if n > 0 && self.bytes[n - 1] == 0 {
                 Stand::In
             } else {
                 Stand::Unknown

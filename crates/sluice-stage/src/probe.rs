@@ -9,11 +9,14 @@
 //! whose handler moves a faulting thread there): they return an impossible value, the
 //! hook passes the call to the real function unjudged, and the kernel answers it.
 //!
-//! - [`glance`]: all a hook's fast path needs of a path, in one pass: its letter after
-//!   the slash, how it stands to the first managed place (compared sixteen bytes at a
-//!   time, up to the first byte that differs), and whether a component from there on
-//!   starts with a dot (aligned sixteen-byte loads, which never touch a page past the one
-//!   holding the NUL, the way `strlen` is written). Not a routine but a sequence inlined
+//! - [`glance`]: all a hook's fast path needs of a path: its letter after the slash, how
+//!   it stands to the first managed place (compared sixteen bytes at a time, up to the
+//!   first byte that differs; the place and the letters lie in one cache line), and
+//!   whether a component starts with a dot (aligned sixteen-byte loads, which never touch
+//!   a page past the one holding the NUL, the way `strlen` is written). The comparison
+//!   and the search for dots do not wait for each other: the system call after the glance
+//!   waits for every instruction before it, so what a call pays is the longest chain of
+//!   dependent loads, not the sum of the two. Not a routine but a sequence inlined
 //!   into each hook, each copy recording where its loads lie in the section
 //!   `sluice_probe_sites`, where the handler looks a faulting instruction up: a routine
 //!   lies on a code page of its own, and after a system call every page a call touches
@@ -42,7 +45,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 #[cfg(target_arch = "x86_64")]
 use sluice_core::path::prefix_layout;
-use sluice_core::path::{LetterSet, Prefix, Scan, Stand};
+use sluice_core::path::{Prefix, Scan, Stand};
 
 /// What a routine returns when it faulted (the common exit's value).
 const FAULT: u64 = u64::MAX;
@@ -312,26 +315,23 @@ pub enum Glanced {
 }
 
 /// The cheapest pass over the C string at `p` that tells a glance what it needs, in one
-/// routine: whether it is absolute with a letter after its slash in `letters`, and if
-/// so how it stands to `place` ([`Prefix::stand_of`]); whether a component starts with a
+/// routine: whether it is absolute with a letter after its slash among those `place` says
+/// may lead into a managed place ([`Prefix::letters`]), and if so how it stands to
+/// `place` ([`Prefix::stand_of`]); whether a component starts with a
 /// dot; [`Unreadable`] for null, or when a byte up to its NUL cannot be read. The dots
 /// are looked for sixteen bytes at a time (with the NUL; the byte before each dot is
-/// looked at), from where the path parts from the place.
+/// looked at) over the whole path.
 #[allow(clippy::not_unsafe_ptr_arg_deref)] // read through a sequence that cannot fault
 #[inline(always)]
-pub fn glance(
-    p: *const c_char,
-    letters: &LetterSet,
-    place: &Prefix,
-) -> Result<Glanced, Unreadable> {
+pub fn glance(p: *const c_char, place: &Prefix) -> Result<Glanced, Unreadable> {
     if p.is_null() {
         return Err(Unreadable);
     }
     #[cfg(target_arch = "x86_64")]
     {
         let r: u64;
-        // SAFETY: the sequence reads the string at `p` up to its NUL, `letters` and
-        // `place` (laid out as `prefix_layout` says), keeps nothing on the stack and
+        // SAFETY: the sequence reads the string at `p` up to its NUL (and, when it compares
+        // with the place, whole blocks from `p` inside `p`'s page), and `place` (laid out as `prefix_layout` says), keeps nothing on the stack and
         // leaves by label 98 with its answer in rax. A load from the string that the
         // kernel refuses moves the thread to label 91 ([`resume_at`], through the site
         // recorded in `sluice_probe_sites`), which answers FAULT. Inline rather than a
@@ -340,53 +340,46 @@ pub fn glance(
         unsafe {
             std::arch::asm!(
                 "90:",
-                // sluice_probe_glance(rdi = p, rsi = letters, rdx = place). r11 holds what to return
-                // when no component starts with a dot. The letter's bit is bit letter % 64 of word
-                // letter / 64 of the set.
+                // rdi = p, rdx = place. r11 holds what to return when no component starts with a
+                // dot. The place's letters are a word, bit letter % 64 (`bt` takes the bit index
+                // modulo 64 from a register).
                 "    mov r11d, 4",
                 "    movzx eax, byte ptr [rdi]",
                 "    cmp eax, 0x2f",
                 "    jne 16f",
                 "    xor r11d, r11d",
                 "    movzx eax, byte ptr [rdi + 1]",
-                "    mov r10d, eax",
-                "    shr r10d, 6",
-                "    mov r10, qword ptr [rsi + 8*r10]",
+                "    mov r10, qword ptr [rdx + {letters}]",
                 "    bt r10, rax",
                 "    jnc 16f",
+                // Compared with the place: rsi its bytes, r8 the mask of its compared bytes, rcx
+                // the mask from the current block on, rdx the block's offset.
                 "    mov r11d, 3",
-                "    movzx r8d, byte ptr [rdx + {compared}]",
-                "    test r8d, r8d",
+                "    mov r8, qword ptr [rdx + {mask}]",
+                "    mov rcx, r8",
+                "    test rcx, rcx",
                 "    jz 16f",
-                // Compared with the place: rsi its bytes, r8 how many, r9 whether it has a dot
-                // component, r10 the blocks left, rcx the mask of the compared bytes from the current
-                // block on, rdx the block's offset. A block that crosses a page is compared a byte at
-                // a time: the string may end before the page does, and the next page may not be
-                // readable.
-                "    movzx r9d, byte ptr [rdx + {dotted}]",
-                "    movzx r10d, byte ptr [rdx + {blocks}]",
                 "    lea rsi, [rdx + {bytes}]",
-                "    mov ecx, r8d",
-                "    mov eax, 1",
-                "    shl rax, cl",
-                "    dec rax",
-                "    mov rcx, rax",
                 "    xor edx, edx",
-                "31:",
-                "    lea eax, [rdi + rdx]",
+                // Sixteen bytes at a time while the block lies in p's page (r9: the last offset
+                // where one does; reading past the string's NUL within a readable page is
+                // harmless), then a byte at a time: the string may end before the page does, and
+                // the next page may not be readable.
+                "    mov eax, edi",
                 "    and eax, 4095",
-                "    cmp eax, 4080",
-                "    ja 35f",
+                "    mov r9d, 4080",
+                "    sub r9, rax",
+                "31:",
+                "    cmp rdx, r9",
+                "    jg 35f",
                 "    movdqu xmm0, xmmword ptr [rdi + rdx]",
-                "    movdqu xmm1, xmmword ptr [rsi + rdx]",
-                "    pcmpeqb xmm0, xmm1",
+                "    pcmpeqb xmm0, xmmword ptr [rsi + rdx]",
                 "    pmovmskb eax, xmm0",
                 "    xor eax, 0xffff",
                 "    and eax, ecx",
                 "    jnz 33f",
                 "    add rdx, 16",
                 "    shr rcx, 16",
-                "    dec r10",
                 "    jnz 31b",
                 "    jmp 37f",
                 "33:",
@@ -403,11 +396,11 @@ pub fn glance(
                 "    shr rcx, 1",
                 "    jmp 35b",
                 // No compared byte differs: in the place when they hold its whole path (the last
-                // is its end), else unknown; the rest is looked at from the last compared byte.
+                // is its end), else unknown.
                 "37:",
-                "    mov rdx, r8",
+                "    bsr r8, r8",
                 "    mov eax, 1",
-                "    cmp byte ptr [rsi + r8 - 1], 0",
+                "    cmp byte ptr [rsi + r8], 0",
                 "    cmove r11d, eax",
                 "    jmp 40f",
                 // rdx: the first byte that differs. Apart when the path's component goes on there;
@@ -431,18 +424,13 @@ pub fn glance(
                 "    cmp byte ptr [rdi + rdx - 1], 0x2f",
                 "    je 40f",
                 "    mov r11d, 2",
-                // On to the dots from the byte before rdx (from the start for a dotted place).
+                // The dots of the whole string, from rdi = p again: the scan does not wait for the
+                // comparison, and the two run side by side (the system call that follows waits
+                // for both, so the longer chain is what a call pays). rsi walks aligned blocks;
+                // eax holds the bytes of the block that are a dot or the NUL, r10d the string's
+                // bytes of the block (from rdi on, in the first); each is looked at in turn: the NUL
+                // ends the string, a dot at rdi or after a slash starts a component.
                 "40:",
-                "    dec rdx",
-                "    test r9b, r9b",
-                "    jz 41f",
-                "    xor edx, edx",
-                "41:",
-                "    add rdi, rdx",
-                // The dots of the string from rdi: rsi walks aligned blocks; eax holds the bytes of
-                // the block that are a dot or the NUL, r10d the string's bytes of the block (from rdi
-                // on, in the first); each is looked at in turn: the NUL ends the string, a dot at rdi
-                // or after a slash starts a component.
                 "16:",
                 "    mov ecx, edi",
                 "    and ecx, 15",
@@ -494,13 +482,12 @@ pub fn glance(
                 ".long 90b - .",
                 ".long 91b - .",
                 ".popsection",
-                compared = const prefix_layout::COMPARED,
-                blocks = const prefix_layout::BLOCKS,
-                dotted = const prefix_layout::DOTTED,
+                letters = const prefix_layout::LETTERS,
+                mask = const prefix_layout::MASK,
                 bytes = const prefix_layout::BYTES,
                 inout("rdi") p => _,
-                inout("rsi") letters => _,
                 inout("rdx") place => _,
+                out("rsi") _,
                 out("rax") r,
                 out("rcx") _,
                 out("r8") _,
@@ -538,18 +525,18 @@ pub fn glance(
     {
         // SAFETY: a plain read: an invalid pointer faults, as documented.
         let path = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
-        Ok(glance_of(path, letters, place))
+        Ok(glance_of(path, place))
     }
 }
 
 /// What [`glance`] finds in `path` (its bytes; its NUL after them), by the portable
 /// rules its sequence stands for: where there is none, and to check it.
 #[cfg(any(test, not(target_arch = "x86_64")))]
-fn glance_of(path: &[u8], letters: &LetterSet, place: &Prefix) -> Glanced {
+fn glance_of(path: &[u8], place: &Prefix) -> Glanced {
     let first = path.first().copied().unwrap_or(0);
     let dotted = Scan::of(path).slash_dot || first == b'.';
     match first {
-        b'/' if letters.contains(path.get(1).copied().unwrap_or(0)) => place
+        b'/' if place.letters().contains(path.get(1).copied().unwrap_or(0)) => place
             .stand_of(path)
             .map_or(Glanced::Dotted, Glanced::Compared),
         _ if dotted => Glanced::Dotted,
@@ -771,8 +758,8 @@ mod tests {
         let page = edge.page();
         page.fill(b'a');
         let t = MountTable::new(Some(&["/aaaa".into()]), &[]).unwrap();
-        let (letters, prefixes) = (t.managed_letters(), t.prefixes());
-        let glance_at = |p: *const c_char| glance(p, &letters, prefixes.first());
+        let prefixes = t.prefixes();
+        let glance_at = |p: *const c_char| glance(p, prefixes.first());
         // Non-canonical: the CPU raises a general protection fault, not a page fault.
         let wild = 0xdead_c0de_dead_c0de_usize as *const c_char;
         for p in [std::ptr::null(), past, 0xdeadc0de as *const c_char, wild] {
@@ -794,7 +781,9 @@ mod tests {
 
     /// The glance's sequence agrees with the stage's portable rules (`Prefix::stand_of`,
     /// the letters, the scan) wherever a path starts relative to 16-byte blocks and
-    /// pages, and right at the end of what is readable.
+    /// pages, right at the end of what is readable, and on both sides of where the
+    /// comparison stops reading 48 bytes at once (a page's last 48 bytes); with each
+    /// kind of place first (long, short, holding a dot component).
     #[test]
     fn the_glance_agrees_with_the_rules_it_stands_for() {
         let long = format!("/l/{}", "m".repeat(60));
@@ -804,8 +793,6 @@ mod tests {
             long.clone(),
             "/home/.cache".into(),
         ];
-        let t = MountTable::new(Some(&mounts), &[]).unwrap();
-        let (letters, prefixes) = (t.managed_letters(), t.prefixes());
         let mut paths: Vec<String> = [
             "/dev/shm/sluice-bench.AbCdEf/managed/f",
             "/dev/shm/sluice-bench.AbCdEf/managed",
@@ -820,13 +807,17 @@ mod tests {
             "/lustre/scratch/a.b/c",
             "/lustre/scratch/.x",
             "/lustre/scratch/x/..",
+            "/lustre/scratch",
+            "/lustre/scratchy",
             "/lustre/home/x",
             "/lustre/home/.x",
             "/lustre",
             "/usr/lib/x86_64-linux-gnu/libc.so.6",
             "/usr/lib/../x",
             "/home/.cache/x",
+            "/home/.cache",
             "/home/x",
+            "/$x",
             "//x",
             "/",
             "rel/x",
@@ -839,24 +830,32 @@ mod tests {
         .collect();
         paths.push(format!("{long}/x"));
         paths.push(format!("{}n/x", &long[..40]));
-        let want = |path: &[u8]| glance_of(path, &letters, prefixes.first());
         let mut edge = EdgePage::new();
         let page = edge.page();
-        for path in &paths {
-            let b = path.as_bytes();
-            let expected = Ok(want(b));
-            for off in 0..48 {
-                let at = 4096 - 160 + off;
-                page[at..at + b.len()].copy_from_slice(b);
-                page[at + b.len()] = 0;
-                let got = glance(page[at..].as_ptr().cast(), &letters, prefixes.first());
-                assert_eq!(got, expected, "{path:?} at {off}");
+        for first in 0..mounts.len() {
+            let order: Vec<String> = mounts[first..]
+                .iter()
+                .chain(&mounts[..first])
+                .cloned()
+                .collect();
+            let t = MountTable::new(Some(&order), &[]).unwrap();
+            let prefixes = t.prefixes();
+            let place = prefixes.first();
+            for path in &paths {
+                let b = path.as_bytes();
+                let expected = Ok(glance_of(b, place));
+                // Starts over two blocks, far from the page's end; then every start from
+                // 64 bytes before the page's end to the last that holds the path.
+                let far = (4096 - 160..4096 - 128).map(|at| (at, "far from the end"));
+                let last = 4096 - b.len() - 1;
+                let near = (last.saturating_sub(64)..=last).map(|at| (at, "near the end"));
+                for (at, place_of) in far.chain(near) {
+                    page[at..at + b.len()].copy_from_slice(b);
+                    page[at + b.len()] = 0;
+                    let got = glance(page[at..].as_ptr().cast(), place);
+                    assert_eq!(got, expected, "{path:?} at {at} ({place_of}), {order:?}");
+                }
             }
-            let at = 4096 - b.len() - 1;
-            page[at..at + b.len()].copy_from_slice(b);
-            page[4095] = 0;
-            let got = glance(page[at..].as_ptr().cast(), &letters, prefixes.first());
-            assert_eq!(got, expected, "{path:?} at a page's end");
         }
     }
 

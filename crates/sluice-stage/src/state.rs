@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
 use sluice_core::gate::{Clock, Gate};
-use sluice_core::path::{LetterSet, MountTable, PATH_MAX, PlaceIdx, Prefixes, mounts_of_types};
+use sluice_core::path::{MountTable, PATH_MAX, PlaceIdx, Prefixes, mounts_of_types};
 use sluice_core::rule::Identity;
 use sluice_core::segment::{Header, LAYOUT_VERSION, Segment};
 
@@ -43,10 +43,8 @@ pub struct State {
     compiled: AtomicPtr<Compiled>,
     /// The configuration generation `compiled` was made from.
     generation: AtomicU64,
-    /// The letters after a leading slash that may lead into a managed place
-    /// ([`MountTable::managed_letters`]; the places are fixed at start).
-    managed_letters: LetterSet,
-    /// The managed places a path is compared with at a glance (fixed at start).
+    /// The managed places a path is compared with at a glance, with the letters after a
+    /// leading slash that may lead into one (fixed at start).
     prefixes: Prefixes,
     /// Held by the thread compiling a new configuration.
     reloading: AtomicBool,
@@ -94,13 +92,6 @@ impl State {
     #[inline(always)]
     pub fn may_have_places_below(&self, place: u8) -> bool {
         self.nested >> (place & 63) & 1 != 0
-    }
-
-    /// The bytes after the leading slash with which an absolute path may lie in a managed
-    /// place. With any other, only a `.` or `..` component could lead it into one.
-    #[inline(always)]
-    pub fn managed_letters(&self) -> &LetterSet {
-        &self.managed_letters
     }
 
     /// The managed places a path is compared with at a glance ([`Prefixes::glance`]).
@@ -309,7 +300,6 @@ fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
     .map_err(|e| e.to_string())?;
     compiled.set_latency_sample(latency_sample_of(&text));
     let nested = nested_places(compiled.places());
-    let managed_letters = compiled.places().managed_letters();
     let prefixes = compiled.places().prefixes();
     let state = State {
         segment,
@@ -318,7 +308,6 @@ fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
         reloading: AtomicBool::new(false),
         identity,
         nested,
-        managed_letters,
         prefixes,
     };
     learn_cwd(&state);

@@ -95,7 +95,7 @@ pub fn path_at_a_glance(st: &State, p: *const c_char) -> Seen {
         place: 0,
         below: false,
     };
-    let stand = match probe::glance(p, st.managed_letters(), prefixes.first()) {
+    let stand = match probe::glance(p, prefixes.first()) {
         Ok(Glanced::Elsewhere) => return Seen::Unmanaged(root),
         Ok(Glanced::Compared(stand)) => stand,
         Ok(Glanced::Relative) => {
@@ -135,9 +135,8 @@ pub fn path_at_a_glance(st: &State, p: *const c_char) -> Seen {
 #[cold]
 #[inline(never)]
 unsafe fn among_places(st: &State, p: *const c_char) -> Glance {
-    let letters = st.managed_letters();
     st.prefixes()
-        .glance(|x: &Prefix| match probe::glance(p, letters, x) {
+        .glance(|x: &Prefix| match probe::glance(p, x) {
             Ok(Glanced::Compared(stand)) => Ok(Some(stand)),
             Ok(_) => Ok(None),
             Err(e) => Err(e),
