@@ -123,6 +123,21 @@ fn a_pool_set_and_a_refused_change_are_audited_in_the_json_log_and_counted() {
         );
         assert_eq!(audit_count(&addr, "pool_rm", "refused"), Some(1.0));
     }
+
+    // A change the controller cannot make: audited as failed, the pool named once.
+    let bad = local.admin(&["pool", "rm", "nope"]);
+    assert_ne!(bad.status.code(), Some(0), "{bad:?}");
+    let log = local.daemon.log_text();
+    let invalid = audit_lines(&log)
+        .into_iter()
+        .find(|v| v["outcome"] == "failed" && v["action"] == "pool_rm")
+        .unwrap_or_else(|| panic!("no failure audited: {log}"));
+    let message = invalid["message"].as_str().unwrap();
+    assert!(
+        message.contains(": pool \"nope\": no such pool (pools: md)")
+            && message.matches("pool \"nope\"").count() == 1,
+        "{message}"
+    );
     assert_eq!(audit_count(&addr, "pool_set", "done"), Some(2.0));
     assert!(ok(&local.admin(&["pool", "list"])).contains("md"));
 }

@@ -188,6 +188,12 @@ impl<'a> Event<'a> {
 
     /// Refused (the caller may not) or failed (the request was wrong), because `why`.
     pub fn not_done(&self, outcome: Outcome, why: &str) {
+        // A refusal's reason often names the item first (`pool "x": estimator: …`), as
+        // the line already does.
+        let why = why
+            .strip_prefix(self.what.as_str())
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(why);
         self.log(outcome, &format!(": {}", clean(why)));
     }
 
