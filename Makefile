@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test deps fmt-check clippy rust-tests conformance bench experiments docs dist deb rpm clean
+.PHONY: all build demo test check deps fmt-check clippy rust-tests conformance bench experiments docs dist deb rpm clean
 
 all: build
 
@@ -17,6 +17,11 @@ demo: build
 
 ## Everything CI runs: format, lints, unit and integration tests, conformance suites.
 test: deps fmt-check clippy build rust-tests conformance
+
+## The quick loop while editing (a minute or two, warm): format, lints, and the unit
+## tests of every crate (no integration tests, no daemons, no conformance suites).
+check: fmt-check clippy
+	$(CARGO) test --release --workspace --lib --bins
 
 deps:
 	bash tests/deps.sh
