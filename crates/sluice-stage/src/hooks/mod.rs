@@ -76,10 +76,9 @@ pub fn intercept<R: Ret>(
             Seen::Unmanaged(entry) if Guard::count_unmanaged_if_warm() => {
                 // Nothing is left to hold on an unmanaged target: the real function is
                 // made outside the guard. Not as a tail call, which `black_box` keeps the
-                // compiler from making: measured here (30 alternated runs each), the tail
-                // call made an unmanaged `stat` cost +21.5 ns over native, the plain call
-                // +11.4, and holding the guard across the call +24.8 (the pre-glance
-                // stage: +15.4).
+                // compiler from making: the tail call measured about twice the plain
+                // call's cost over native, and holding the guard across the call more
+                // still (tests/bench/stages.sh compares such builds).
                 effect.before();
                 let ret = call(real_at);
                 effect.after(st, ret, Some(entry));
@@ -97,8 +96,7 @@ pub fn intercept<R: Ret>(
 /// `open`, a `close`) and the lane takes it, then made with nothing left to do but record
 /// its effect; else `judged`. Out of line in each hook (`managed`), so that the registers
 /// the lane needs are saved on its way only, not at every hook's entry: inlined into
-/// `intercept`, it made an unmanaged `stat` 13 instructions and about 4 ns dearer, and a
-/// managed one no cheaper.
+/// `intercept`, it made every unmanaged call save them too, and no managed one cheaper.
 #[inline(always)]
 pub fn lane_or_judge<R: Ret>(
     op: Option<Op>,
