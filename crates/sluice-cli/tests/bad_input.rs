@@ -4,7 +4,13 @@
 #[macro_use]
 mod common;
 
-use common::{Scratch, Sluice, c_prog, direct, file_in, log_file, path_str, split, tmp_dir};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{
+    Scratch, Sluice, c_prog, direct, file_in, log_file, path_str, shm_dir, sluice_bin, split,
+    tmp_dir,
+};
 
 /// Runs `sluice run OPTIONS -- touch MARKER` and asserts it was refused as bad input.
 fn refused(options: &[String], case: &str) {
@@ -113,4 +119,73 @@ fn unmappable_segment_runs_unmanaged_and_the_log_says_why() {
             && text.contains("passing every call through"),
         "the log should name the segment, the reason and the consequence: {text:?}"
     );
+}
+
+/// A daemon asked to serve its HTTP API on an address another process holds fails to
+/// start, with one line naming the address, instead of running without the API it was
+/// asked for (and the library no longer ends the process itself to do so).
+#[test]
+fn an_http_address_in_use_fails_the_daemon_s_start() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let dir = tmp_dir();
+    let listen = format!("127.0.0.1:{}", common::daemons::free_port());
+    let state = dir.path().join("state");
+    let socket = dir.path().join("local.sock");
+    let shm = shm_dir();
+    let cases: [Vec<String>; 2] = [
+        vec![
+            "local".into(),
+            "--config".into(),
+            "none".into(),
+            "--socket".into(),
+            path_str(&socket),
+            "--shm-dir".into(),
+            path_str(shm.path()),
+            "--state-dir".into(),
+            path_str(&state.join("local")),
+            "--http".into(),
+            addr.clone(),
+        ],
+        vec![
+            "global".into(),
+            "--config".into(),
+            "none".into(),
+            "--listen".into(),
+            listen,
+            "--state-dir".into(),
+            path_str(&state.join("global")),
+            "--http".into(),
+            addr.clone(),
+        ],
+    ];
+    for args in cases {
+        let mut child = Command::new(sluice_bin())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = common::daemons::wait_for(Duration::from_secs(10), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !ended {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            ended,
+            "sluice {} kept running without its HTTP API",
+            args[0]
+        );
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", args[0]);
+        assert!(
+            stderr.contains(&format!("cannot listen on {addr}")),
+            "{}: {stderr}",
+            args[0]
+        );
+    }
+    drop(held);
 }

@@ -22,7 +22,7 @@ use crate::audit::{Event, Outcome, Who};
 use crate::config::persist::unwritable;
 use crate::config::{ConfigError, ConfigStore, FileReplaced, Reloaded, StartedFrom};
 use crate::coordinator::Coordinator;
-use crate::global::{ControlService, Global, cycle_at, run_deadlines};
+use crate::global::{ControlService, Global, cycle_at, run_deadlines, start_cycles};
 use crate::held_file::HeldFile;
 use crate::http::{api_router, metrics_router};
 use crate::link_auth::Admission;
@@ -247,7 +247,7 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
             };
             let admin = Arc::new(AdminService::new(c.clone(), hooks, auth));
             if let (Some(addr), Some(scrape)) = (o.http, scrape) {
-                spawn_http(addr, api_router(admin.clone()).merge(scrape));
+                spawn_http(addr, api_router(admin.clone()).merge(scrape)).await?;
             }
             router.add_service(AdminServer::from_arc(admin))
         }
@@ -255,7 +255,7 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
             // The admin API is the global's; a local in a cluster serves its own
             // figures only.
             if let (Some(addr), Some(scrape)) = (o.http, scrape) {
-                spawn_http(addr, scrape);
+                spawn_http(addr, scrape).await?;
             }
             router.add_service(AdminServer::new(ForwardAdmin {
                 global: global.clone(),
@@ -457,15 +457,16 @@ impl Hooks for GlobalHooks {
     }
 }
 
-/// Serves `routes` (the JSON API, `/metrics`); a failure to listen ends the daemon (an
-/// administrator asked for it, and would otherwise find it silently missing).
-fn spawn_http(addr: SocketAddr, routes: axum::Router) {
+/// Serves `routes` (the JSON API, `/metrics`); a failure to listen fails the daemon's
+/// start (an administrator asked for it, and would otherwise find it silently missing).
+async fn spawn_http(addr: SocketAddr, routes: axum::Router) -> Result<()> {
+    let listener = crate::http::bind(addr).await?;
     tokio::spawn(async move {
-        if let Err(e) = crate::http::serve(addr, routes).await {
-            tracing::error!("{e:#}");
-            std::process::exit(1);
+        if let Err(e) = crate::http::serve_on(listener, routes).await {
+            tracing::error!("HTTP API stopped: {e:#}");
         }
     });
+    Ok(())
 }
 
 /// Runs a global controller until SIGTERM or SIGINT.
@@ -500,9 +501,11 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         spawn_http(
             addr,
             api_router(admin.clone()).merge(metrics_router(scrape)),
-        );
+        )
+        .await?;
     }
     let admin = AdminServer::from_arc(admin);
+    start_cycles(&global).context("cannot start the cycle thread")?;
     tokio::spawn(run_deadlines(global.clone()));
     tokio::spawn(reload_on_hup(
         Some(global.coordinator.clone()),

@@ -731,19 +731,20 @@ pub fn cycle_at(interval: Duration) -> (u64, Duration) {
     (cycle as u64, next)
 }
 
-/// Runs the global's cycles: starts the thread that applies reports and computes, then
-/// is the timer that, at each cycle's deadline (half an interval after its boundary),
-/// has it computed with what was reported.
-pub async fn run_deadlines(global: Arc<Global>) {
+/// Starts the thread that applies reports and computes the global's cycles; without it
+/// nothing is ever computed, so a failure to start it fails the daemon's start.
+pub fn start_cycles(global: &Arc<Global>) -> std::io::Result<()> {
     let cycles = global.clone();
-    let started = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("sluice-cycles".into())
-        .spawn(move || cycles.run_cycles());
-    if let Err(e) = started {
-        // Without it nothing is ever computed: better no daemon than a silent one.
-        tracing::error!("cannot start the cycle thread: {e}");
-        std::process::exit(1);
-    }
+        .spawn(move || cycles.run_cycles())
+        .map(drop)
+}
+
+/// The timer of the global's cycles ([`start_cycles`] runs them): at each cycle's
+/// deadline (half an interval after its boundary), has it computed with what was
+/// reported.
+pub async fn run_deadlines(global: Arc<Global>) {
     loop {
         let interval = Duration::from_nanos(global.interval_ns.load(Ordering::Relaxed));
         let (_, until_next) = cycle_at(interval);
