@@ -1,5 +1,6 @@
-//! What one period detection costs, at the window sizes the controller uses (a
-//! History's two levels of 1,024 samples, and one whole level short of full) and at
+//! What one period detection costs, at the window sizes the controller uses (the
+//! 1,024 recent samples a History searches first, a whole fine level of 2,048, and one
+//! short of full) and at
 //! IO-SETS' whole frame at 100 ms (28,000 samples, as tests/period.rs searches it):
 //! `cargo run --release -p sluice-policy --example period_cost`.
 
@@ -30,7 +31,8 @@ fn main() {
     println!("|---|---|---|");
     for (n, what) in [
         (1000, "a level not yet full (Bluestein)"),
-        (1024, "one full level (radix 2)"),
+        (1024, "the recent fine samples (radix 2)"),
+        (2048, "a whole level (radix 2)"),
         (28_000, "IO-SETS' frame at 100 ms"),
     ] {
         let samples = bursts(n, 192, 12);
@@ -42,16 +44,16 @@ fn main() {
     // What set10 runs every 16 intervals per job of unknown period: a short period
     // settles on the fine level alone; a long one needs both.
     for (period, on, what) in [
-        (19, 2, "History::detect, a 1.9-s period (fine level only)"),
-        (384, 24, "History::detect, a 38.4-s period (both levels)"),
+        (19, 2, "History::detect, a 1.9-s period (recent fine samples only)"),
+        (384, 24, "History::detect, a 38.4-s period (all three windows)"),
     ] {
         let mut history = History::new();
-        for s in bursts(1024 * 16, period, on) {
+        for s in bursts(2048 * 16, period, on) {
             history.push(s);
         }
         let t = time(|| {
             std::hint::black_box(history.detect(0.1));
         });
-        println!("| 2 × 1024 | {what} | {:.0} |", t.as_secs_f64() * 1e6);
+        println!("| 2 × 2048 | {what} | {:.0} |", t.as_secs_f64() * 1e6);
     }
 }
