@@ -44,8 +44,16 @@ fn main() {
     // What set10 runs every 16 intervals per job of unknown period: a short period
     // settles on the fine level alone; a long one needs both.
     for (period, on, what) in [
-        (19, 2, "History::detect, a 1.9-s period (recent fine samples only)"),
-        (384, 24, "History::detect, a 38.4-s period (all three windows)"),
+        (
+            19,
+            2,
+            "History::detect, a 1.9-s period (recent fine samples only)",
+        ),
+        (
+            384,
+            24,
+            "History::detect, a 38.4-s period (all three windows)",
+        ),
     ] {
         let mut history = History::new();
         for s in bursts(2048 * 16, period, on) {

@@ -162,8 +162,18 @@ pub fn detect_period(samples: &[f64], sample_interval_s: f64) -> Option<Detectio
     // would halve the confidence in the plainest periodic activity, whereas how much
     // of the activity lines up with itself one period later measures the same
     // noisiness directly.
+    // Peaks at multiples of the period found are its harmonics, not rivals: the
+    // autocorrelation has settled that the strongest was one of them (a burst of a
+    // tenth of its period between two bins can leave its second and third harmonics
+    // as the two peaks, 1.5 apart, which step 3 cannot tell apart).
     let on_peaks: f64 = peaks.iter().map(|&k| z[k - 1]).sum();
-    let share = z[strongest - 1] / on_peaks;
+    let fundamental = n as f64 / period;
+    let of_period: f64 = peaks
+        .iter()
+        .filter(|&&k| is_harmonic_or_leak(k, &[fundamental]))
+        .map(|&k| z[k - 1])
+        .sum();
+    let share = of_period.max(z[strongest - 1]) / on_peaks;
     let repeats = (value_at(&acf, period) / REPEATED).clamp(0.0, 1.0);
     // The comb of the period reported, and of the spectral one it was refined from.
     let p_value = noise_p_value(samples, &[cycles, n as f64 / (spectral * multiple as f64)]);
