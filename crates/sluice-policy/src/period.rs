@@ -471,15 +471,15 @@ fn push_bounded(window: &mut VecDeque<f32>, value: f64) {
     window.push_back(value as f32);
 }
 
-/// The chance that white noise, of any continuous law, shows a spectrum as concentrated
-/// as that of `samples`: in its strongest bin, or in the comb of bins at the multiples
-/// of one of `fundamentals` (in bins, i.e. cycles in the window). Taken on the samples'
-/// ranks, not their values: the ranks of independent, identically distributed samples
-/// are a random permutation whatever the law, so skewed noise (a few large rates among
-/// small ones) is tested like any other, and the ranks' periodogram is close to
-/// Gaussian noise's from a few samples on. Under Gaussian noise the m ordinates between
-/// the mean and the Nyquist bin are independent exponentials, so their shares of the
-/// total are uniform on the simplex (Dirichlet(1, …, 1)). Then:
+/// The chance that white noise, of any law, shows a spectrum as concentrated as that of
+/// `samples`: in its strongest bin, or in the comb of bins at the multiples of one of
+/// `fundamentals` (in bins, i.e. cycles in the window). Taken on the samples' ranks,
+/// ties broken ([`ranks`]), not their values: the ranks of independent, identically
+/// distributed samples are a random permutation whatever the law, so skewed or
+/// discrete noise is tested like any other, and the ranks' periodogram is close to
+/// Gaussian noise's. Under Gaussian noise the m ordinates between the mean and the
+/// Nyquist bin are independent exponentials, so their shares of the total are uniform
+/// on the simplex (Dirichlet(1, …, 1)). Then:
 ///
 /// - the strongest share exceeds g with chance at most m·(1 − g)^(m−1) (the first
 ///   term of Fisher's g-test, which bounds it);
@@ -487,11 +487,13 @@ fn push_bounded(window: &mut VecDeque<f32>, value: f64) {
 ///   sum of K shares is the K-th smallest of m − 1 uniforms);
 /// - the fundamentals are chosen from the data, so that chance is multiplied by the
 ///   number of distinct combs any fundamental could have picked ([`comb_family`]), for
-///   each of the two widths tried.
+///   each of the two widths and the [`HARMONICS`] lengths tried;
+/// - the two tests are combined by Bonferroni (× 2).
 ///
-/// The result bounds the chance of a false detection over the whole search, whatever
-/// the window's length: short windows have few bins, a peak must hold most of their
-/// power to count, and nothing is confident in 16 samples of noise.
+/// For ranks the Dirichlet law is an approximation, good in its far tail only from a
+/// few dozen samples: below [`MIN_TESTED`] the chance is taken as 1. Measured on 1.17
+/// million windows of nine kinds of noise (tests/period_calib.rs), p ≤ 10⁻³ in 0.015%
+/// of them and never below 1.5·10⁻⁵.
 fn noise_p_value(samples: &[f64], fundamentals: &[f64]) -> f64 {
     if samples.len() < MIN_TESTED {
         return 1.0;
