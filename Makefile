@@ -58,7 +58,7 @@ bench: build
 ## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
 ## stepped with `sluice rule change`, about 2.5 minutes: experiments/fig6/), then every
 ## scenario under experiments/scenarios/, its figures written beside it under
-## experiments/NAME/. The bandwidth ones (sdqos-*, iosets, adaptbf-*: about 10 minutes)
+## experiments/NAME/. The bandwidth ones (sdqos-*, adaptbf-*: about 6 minutes; iosets: 22)
 ## make a throttled loop-device file system and need root; AdapTBF's run last.
 experiments: build
 	@bash experiments/fig6/run.sh

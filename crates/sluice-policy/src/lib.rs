@@ -65,6 +65,7 @@ pub mod algo;
 pub mod bench;
 mod error;
 mod estimator;
+mod fft;
 mod obs;
 pub mod period;
 pub mod registry;

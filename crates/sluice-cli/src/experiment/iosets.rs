@@ -4,12 +4,9 @@
 //! - e_cpu of job i: its compute phases' time inside the frame;
 //! - e_io of job i: the bytes its I/O phases moved inside the frame (a phase that
 //!   straddles an edge counts the part inside at the phase's whole bandwidth) ÷ B, the
-//!   bandwidth a job sees alone: the pool's capacity, the file system's sustained
-//!   bandwidth. (The paper takes the median bandwidth of the I/O phases that shared the
-//!   file system with no other; here a throttled device passes a short phase alone in a
-//!   burst, 4 MiB at about 480 MB/s against 67 MB/s sustained, and a phase alone under
-//!   control runs at its allocation, so that median says more about which phases happened
-//!   to run alone than about the file system.)
+//!   bandwidth a job sees alone: as in the paper, the median bandwidth of the I/O
+//!   phases, over every set-up run, that shared the file system with no other job's
+//!   I/O phase ([`solo_bandwidth`]); the pool's capacity when no phase ran alone.
 //! - stretch = (T_end − T_begin) / (e_cpu + e_io); I/O slowdown = (T_end − T_begin −
 //!   e_cpu) / e_io; their maximum and geometric means over the jobs;
 //! - utilization = Σ e_cpu / (N · (T_end − T_begin)).
@@ -33,6 +30,9 @@ pub struct IoSetsMeasures {
     pub bandwidth: f64,
     /// Each job's stretch, in the scenario's order.
     pub stretch: Vec<f64>,
+    /// I/O phases B was the median of (0: B is the pool's capacity).
+    #[serde(default)]
+    pub solo_phases: usize,
     /// Whether every job was still running at T_end (else the frame holds time after a
     /// job's end, and its stretch counts it as waiting).
     pub covered: bool,
@@ -43,8 +43,45 @@ fn overlap(a: f64, b: f64, lo: f64, hi: f64) -> f64 {
     (b.min(hi) - a.max(lo)).max(0.0)
 }
 
-/// The measures of `o` over `window`, with B = `bandwidth`; `None` without periodic jobs.
-pub fn measures(o: &Outcome, window: [f64; 2], bandwidth: f64) -> Option<IoSetsMeasures> {
+/// B as the paper sets it: the median bandwidth (bytes over duration) of the I/O phases,
+/// over all `outcomes`, during which no other job had an I/O phase under way; with
+/// how many there were. `None` when none ran alone.
+pub fn solo_bandwidth(outcomes: &[Outcome]) -> Option<(f64, usize)> {
+    let mut alone: Vec<f64> = outcomes
+        .iter()
+        .flat_map(|o| {
+            o.phases
+                .iter()
+                .filter(|p| p.io && p.end > p.start && p.bytes > 0.0)
+                .filter(|p| {
+                    !o.phases
+                        .iter()
+                        .any(|q| q.io && q.job != p.job && q.start < p.end && q.end > p.start)
+                })
+                .map(|p| p.bytes / (p.end - p.start))
+        })
+        .collect();
+    if alone.is_empty() {
+        return None;
+    }
+    alone.sort_by(f64::total_cmp);
+    let m = alone.len();
+    let median = if m % 2 == 1 {
+        alone[m / 2]
+    } else {
+        (alone[m / 2 - 1] + alone[m / 2]) / 2.0
+    };
+    Some((median, m))
+}
+
+/// The measures of `o` over `window`, with B = `bandwidth` taken from `solo_phases`
+/// phases alone; `None` without periodic jobs.
+pub fn measures(
+    o: &Outcome,
+    window: [f64; 2],
+    bandwidth: f64,
+    solo_phases: usize,
+) -> Option<IoSetsMeasures> {
     let [lo, hi] = window;
     let frame = hi - lo;
     let jobs: Vec<usize> = (0..o.jobs.len())
@@ -86,6 +123,7 @@ pub fn measures(o: &Outcome, window: [f64; 2], bandwidth: f64) -> Option<IoSetsM
         },
         utilization: cpu_total / (jobs.len() as f64 * frame),
         bandwidth,
+        solo_phases,
         stretch,
         covered,
     })
@@ -132,11 +170,14 @@ mod tests {
             limits: vec![None, None],
             desired: vec![None, None],
         };
-        let m = measures(&o, [0.0, 12.0], 10.0).unwrap();
+        let m = measures(&o, [0.0, 12.0], 10.0, 0).unwrap();
         // Job 0 in [0, 12]: e_cpu 8 + 2 of the next compute = 10, e_io 2: stretch 1.
         assert!((m.stretch[0] - 1.0).abs() < 1e-9, "{m:?}");
         // Job 1: e_cpu 8, e_io 1.75 (17.5 B inside / 10): stretch 12 / 9.75.
         assert!((m.stretch[1] - 12.0 / 9.75).abs() < 1e-9, "{m:?}");
         assert!((m.utilization - 18.0 / 24.0).abs() < 1e-9);
+        // Job 0's first phase (8–10 s) overlaps job 1's (8.5–12.5 s), its second
+        // (18–20 s) runs alone: 20 B in 2 s.
+        assert_eq!(solo_bandwidth(std::slice::from_ref(&o)), Some((10.0, 1)));
     }
 }

@@ -342,6 +342,8 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             &[panel],
         )?;
     }
+    // IO-SETS' B, once for all set-ups, as the paper takes it over all its runs.
+    let (bandwidth, solo) = iosets::solo_bandwidth(outcomes).unwrap_or((capacity, 0));
     let summary = Summary {
         scenario: sc.name.clone(),
         capacity,
@@ -394,7 +396,7 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                 iosets: sc
                     .metrics
                     .window
-                    .and_then(|w| iosets::measures(o, w, capacity)),
+                    .and_then(|w| iosets::measures(o, w, bandwidth, solo)),
             })
             .collect(),
     };
@@ -660,8 +662,8 @@ fn markdown(summaries: &[Summary]) -> String {
         );
         row(
             &mut t,
-            "IO-SETS B (MB/s)",
-            &io(|x| format!("{:.1}", x.bandwidth * 1e-6)),
+            "IO-SETS B (MB/s; phases alone)",
+            &io(|x| format!("{:.1} ({})", x.bandwidth * 1e-6, x.solo_phases)),
         );
     }
     t
@@ -684,7 +686,68 @@ pub fn compare(dirs: &[PathBuf]) -> Result<i32> {
         );
     }
     print!("{}", markdown(&summaries));
+    print!("{}", runs_table(&summaries));
     Ok(0)
+}
+
+/// One of IO-SETS' measures, read from a run's.
+type Measure = fn(&IoSetsMeasures) -> f64;
+
+/// IO-SETS' measures over several runs of one scenario: per set-up (in the first run's
+/// order), each measure's mean, its range and the number of runs, and the mean's change
+/// against the first set-up's. Empty unless some set-up has IO-SETS' measures in two
+/// runs or more.
+fn runs_table(summaries: &[Summary]) -> String {
+    let Some(first) = summaries.first() else {
+        return String::new();
+    };
+    let runs = |setup: &str| -> Vec<&IoSetsMeasures> {
+        summaries
+            .iter()
+            .filter(|s| s.scenario == first.scenario)
+            .flat_map(|s| &s.setups)
+            .filter(|m| m.setup == setup)
+            .filter_map(|m| m.iosets.as_ref())
+            .collect()
+    };
+    if !first.setups.iter().any(|m| runs(&m.setup).len() > 1) {
+        return String::new();
+    }
+    let measures: [(&str, Measure); 5] = [
+        ("max stretch", |x| x.max_stretch),
+        ("geometric-mean stretch", |x| x.gmean_stretch),
+        ("I/O slowdown", |x| x.io_slowdown),
+        ("utilization", |x| x.utilization),
+        ("B (MB/s)", |x| x.bandwidth * 1e-6),
+    ];
+    let mean = |v: &[&IoSetsMeasures], f: Measure| {
+        v.iter().map(|x| f(x)).sum::<f64>() / v.len().max(1) as f64
+    };
+    let base = runs(&first.setups[0].setup);
+    let mut t = format!(
+        "\n{}: mean (min–max) over the runs, and the mean's change against {}\n\n| | runs |",
+        first.scenario, first.setups[0].setup
+    );
+    for (name, _) in &measures {
+        let _ = write!(t, " {name} |");
+    }
+    let _ = writeln!(t, "\n|---|---|{}", "---|".repeat(measures.len()));
+    for m in &first.setups {
+        let v = runs(&m.setup);
+        if v.is_empty() {
+            continue;
+        }
+        let _ = write!(t, "| {} | {} |", m.setup, v.len());
+        for (_, f) in &measures {
+            let lo = v.iter().map(|x| f(x)).fold(f64::INFINITY, f64::min);
+            let hi = v.iter().map(|x| f(x)).fold(f64::NEG_INFINITY, f64::max);
+            let avg = mean(&v, *f);
+            let change = (avg / mean(&base, *f) - 1.0) * 100.0;
+            let _ = write!(t, " {avg:.3} ({lo:.3}–{hi:.3}) {change:+.0}% |");
+        }
+        t.push('\n');
+    }
+    t
 }
 
 #[cfg(test)]

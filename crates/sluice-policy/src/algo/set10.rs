@@ -2,19 +2,17 @@
 //! magnitude of their I/O period, exclusive access inside a group, weighted sharing
 //! across groups.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use super::Allocator;
 use crate::obs::{Observation, Round};
-use crate::period::{CONFIDENT, detect_period};
+use crate::period::{CONFIDENT, Detection, History};
 use crate::share::water_fill;
 
-/// Samples of activity kept per job whose period must be detected.
-const WINDOW: usize = 128;
-/// Detection starts once this many samples are in.
-const MIN_SAMPLES: usize = 32;
 /// Detection is repeated at most this often (in intervals) per job: periods change
-/// slowly and a transform per job per interval would dominate the cost.
+/// slowly and a transform per job per interval would dominate the cost. Sixteen is
+/// also the coarse level's step (period::COARSE): each detection sees a new coarse
+/// sample.
 const REDETECT_EVERY: u64 = 16;
 /// Priority of the set formed by one job whose period is not known yet, as in the
 /// BeeGFS implementation of IO-SETS.
@@ -29,8 +27,11 @@ const UNKNOWN_PRIORITY: f64 = 1.0 / 50.0;
 /// next what remains, and so on.
 ///
 /// A job with no arrivals is inactive. A job whose `period_s` is not given has its
-/// period detected from its arrivals (see [`crate::period`]); until that is confident
-/// the job forms a set of its own with priority 1/50.
+/// period detected from its arrivals per interval (a [`History`], see
+/// [`crate::period`]); until a detection is confident and its period's bounds
+/// ([`Detection::bounds`]) fall in one decade, the job forms a set of its own with
+/// priority 1/50. The set is all SET-10 needs of a period, so a detection acts as soon
+/// as its set is certain, even while its period is not yet precise.
 #[derive(Debug, Clone, Default)]
 pub struct Set10 {
     interval: u64,
@@ -46,10 +47,12 @@ struct Track {
     last_active: Option<u64>,
     /// The last interval it was observed in.
     last_seen: u64,
-    /// Its arrivals per interval, newest last, kept only while its period is unknown.
-    samples: VecDeque<f32>,
-    /// The last confident detection, and when detection last ran.
+    /// Its arrivals per interval, kept only while its period is not given.
+    history: History,
+    /// The period acted on: that of the last detection whose set was certain.
     detected: Option<f64>,
+    /// The last detection, whatever its confidence, and when detection last ran.
+    last: Option<Detection>,
     last_detection: Option<u64>,
 }
 
@@ -75,6 +78,14 @@ impl Set10 {
         Set10::default()
     }
 
+    /// The last period detected for `job` (whatever its confidence), and the period
+    /// SET-10 acts on for it; `None`s for a job whose period is given or not yet found.
+    pub fn detection(&self, job: &str) -> (Option<Detection>, Option<f64>) {
+        self.jobs
+            .get(job)
+            .map_or((None, None), |t| (t.last, t.detected))
+    }
+
     /// Brings one job's memory up to this interval; returns its known period and the
     /// interval its current I/O phase started in.
     fn observe(&mut self, job: &Observation, dt: f64) -> (Option<f64>, u64) {
@@ -94,31 +105,37 @@ impl Set10 {
             track.last_active = Some(now);
         }
         if job.period_s.is_some() {
-            track.samples = VecDeque::new();
+            track.history = History::new();
             track.last_seen = now;
             return (job.period_s, track.phase_start);
         }
         // Intervals the job was absent from were intervals without activity.
         let gap = now.saturating_sub(track.last_seen).saturating_sub(1);
-        let gap = usize::try_from(gap).unwrap_or(WINDOW).min(WINDOW);
-        track.samples.extend(std::iter::repeat_n(0.0, gap));
-        track.samples.push_back(arrivals as f32);
-        while track.samples.len() > WINDOW {
-            track.samples.pop_front();
-        }
+        track
+            .history
+            .push_idle(usize::try_from(gap).unwrap_or(usize::MAX));
+        track.history.push(arrivals);
         track.last_seen = now;
         let due = track
             .last_detection
             .is_none_or(|at| now >= at + REDETECT_EVERY);
-        if due && track.samples.len() >= MIN_SAMPLES {
+        if due {
             track.last_detection = Some(now);
-            let samples: Vec<f64> = track.samples.iter().map(|&s| f64::from(s)).collect();
-            if let Some(found) = detect_period(&samples, dt).filter(|d| d.confidence >= CONFIDENT) {
-                track.detected = Some(found.period_s);
+            track.last = track.history.detect(dt);
+            if let Some(found) = track.last.filter(|d| d.confidence >= CONFIDENT) {
+                let (lo, hi) = found.bounds();
+                if decade(lo) == decade(hi) {
+                    track.detected = Some(found.period_s);
+                }
             }
         }
         (track.detected, track.phase_start)
     }
+}
+
+/// SET-10's set of a period: round(log₁₀ p).
+fn decade(period_s: f64) -> i32 {
+    period_s.log10().round().clamp(-300.0, 300.0) as i32
 }
 
 impl Allocator for Set10 {
@@ -134,9 +151,7 @@ impl Allocator for Set10 {
             let period;
             (period, phase_start[i]) = self.observe(job, round.interval_s());
             if job.arrivals > 0.0 {
-                let key = period.map_or(SetKey::Alone(i), |p| {
-                    SetKey::Decade(p.log10().round().clamp(-300.0, 300.0) as i32)
-                });
+                let key = period.map_or(SetKey::Alone(i), |p| SetKey::Decade(decade(p)));
                 sets.entry(key).or_default().push(i);
             }
         }
@@ -202,7 +217,9 @@ mod tests {
     #[test]
     fn a_job_of_unknown_period_forms_a_set_of_its_own_until_detected() {
         let mut set10 = Set10::new();
-        for t in 0..64 {
+        // 128 intervals: a detection needs 64 samples before it can be confident
+        // (period::detect_period), and detection runs every 16 intervals.
+        for t in 0..128 {
             // 'p' does I/O two intervals out of eight; 'k' (period 1 s) always.
             let burst = if t % 8 < 2 { 100.0 } else { 0.0 };
             let jobs = [job("k", 100.0, Some(1.0)), job("p", burst, None)];
@@ -213,9 +230,34 @@ mod tests {
             }
         }
         // Detected as 8 s → set 1, priority 0.1: p now gets 100 · 0.1/1.1 (it is
-        // bursting at t = 56, 57 and idle at t = 63; check a burst interval).
+        // bursting at t = 120, 121 and idle at t = 127; check a burst interval).
         let jobs = [job("k", 100.0, Some(1.0)), job("p", 100.0, None)];
         let rates = set10.allocate(&Round::new(100.0, 1.0, &jobs).expect("valid round"));
         assert!((rates[1] - 100.0 * 0.1 / 1.1).abs() < 1e-9, "{rates:?}");
+    }
+
+    #[test]
+    fn a_long_period_is_placed_once_its_set_is_certain() {
+        // IO-SETS' low-frequency application ÷ 10 at 100-ms intervals: 36 s of compute,
+        // then 2.4 s of I/O, a period of 38.4 s (set 2), beside a job of known period.
+        let mut set10 = Set10::new();
+        let mut placed = None;
+        for t in 0..4000u64 {
+            let busy = (t % 384) >= 360;
+            let jobs = [
+                job("k", 100.0, Some(1.0)),
+                job("lf", if busy { 100.0 } else { 0.0 }, None),
+            ];
+            set10.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
+            if placed.is_none() && set10.detection("lf").1.is_some() {
+                placed = Some(t);
+            }
+        }
+        let (last, period) = set10.detection("lf");
+        let period = period.expect("placed");
+        assert_eq!(decade(period), 2, "{last:?}");
+        // Placed within five of its periods, and never before its set was certain.
+        assert!(placed.is_some_and(|t| t <= 5 * 384), "{placed:?}");
+        assert_eq!(set10.detection("k"), (None, None));
     }
 }
