@@ -47,6 +47,7 @@ pub mod report;
 pub mod segment_file;
 pub mod site;
 pub mod state_lock;
+pub mod supervise;
 pub mod tls;
 pub mod transport;
 
