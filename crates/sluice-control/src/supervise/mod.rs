@@ -61,7 +61,6 @@ pub struct Supervised {
 /// A supervisor thread serving one listener.
 pub struct Supervisor {
     seen: Arc<Mutex<BTreeMap<String, Supervised>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Why supervision could not start.
@@ -107,13 +106,11 @@ impl Supervisor {
             seen: seen.clone(),
             log,
         };
-        let thread = std::thread::Builder::new()
+        // Detached: it serves the job's processes until the launcher exits.
+        std::thread::Builder::new()
             .name("sluice-supervisor".into())
             .spawn(move || serve.run())?;
-        Ok(Supervisor {
-            seen,
-            thread: Some(thread),
-        })
+        Ok(Supervisor { seen })
     }
 
     /// The processes held so far, one per executable.
@@ -122,14 +119,6 @@ impl Supervisor {
             .lock()
             .map(|s| s.values().cloned().collect())
             .unwrap_or_default()
-    }
-
-    /// Waits until every process under the filter has gone (the listener hangs up).
-    pub fn join(mut self) -> Vec<Supervised> {
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.supervised()
     }
 }
 
@@ -239,25 +228,12 @@ enum Target {
 }
 
 impl Serve {
+    /// Receives and answers notifications for as long as the launcher runs. A blocking
+    /// receive, without a poll before it: one system call and one wake-up per call. The
+    /// thread ends with the launcher (a receive does not return when the last process
+    /// under the filter has gone).
     fn run(&mut self) {
         loop {
-            let mut pfd = libc::pollfd {
-                fd: self.listener.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let n = unsafe { libc::poll(&mut pfd, 1, -1) };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return;
-            }
-            if pfd.revents & libc::POLLIN == 0 {
-                // POLLHUP: every process under the filter has gone.
-                return;
-            }
             // SAFETY: seccomp_notif is plain data; the kernel requires it zeroed.
             let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
             // SAFETY: the listener and a struct of the size the ioctl names.
