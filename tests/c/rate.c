@@ -8,6 +8,7 @@
  *         exec     this process and a child that exec()s CHILD (a copy of this program)
  *                  with MODE "until"
  *         pwrite   one thread of pwrite(FILE, 1 MiB, offset 0)
+ *         raw      one thread of syscall(SYS_newfstatat, AT_FDCWD, FILE, …), no libc wrapper
  *         until    (for exec) one thread of stat(FILE) until the absolute deadline MS,
  *                  in nanoseconds of CLOCK_MONOTONIC
  *   Workers write OUTDIR/ts.PID.N: one decimal timestamp (ns) per line, every call made,
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +35,7 @@
 
 static const char *file, *outdir;
 static uint64_t deadline;
-static int do_write;
+static int do_write, do_raw;
 
 static uint64_t now(void) {
     struct timespec t;
@@ -56,6 +58,8 @@ static void *worker(void *arg) {
     while (n < MAX_CALLS) {
         if (do_write) {
             if (pwrite(fd, block, BLOCK, 0) != BLOCK) die("rate: pwrite");
+        } else if (do_raw) {
+            if (syscall(SYS_newfstatat, AT_FDCWD, file, &st, 0) != 0) die("rate: newfstatat");
         } else if (stat(file, &st) != 0) {
             die("rate: stat");
         }
@@ -116,7 +120,8 @@ int main(int argc, char **argv) {
     }
     deadline = now() + strtoull(argv[4], NULL, 10) * 1000000u;
     do_write = !strcmp(mode, "pwrite");
-    if (!strcmp(mode, "one") || do_write) {
+    do_raw = !strcmp(mode, "raw");
+    if (!strcmp(mode, "one") || do_write || do_raw) {
         worker((void *)0);
     } else if (!strcmp(mode, "threads")) {
         pthread_t t;

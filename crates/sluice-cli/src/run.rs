@@ -17,6 +17,7 @@ use sluice_core::stats::Stats;
 use sluice_control::launcher::{Attach, Unreachable, attach};
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
+use sluice_control::supervise::{Filter, IoUring, Supervised, Supervisor, inspect};
 
 use crate::Usage;
 use crate::client::{deadline, local_socket, refused};
@@ -36,6 +37,11 @@ use crate::identity;
 /// the rules of `--rules FILE`. Without `--mount` or `--fs-type`, every path is managed
 /// except /proc, /sys, /dev and /run.
 ///
+/// A program the stage cannot enter (statically linked, or written in Go) is supervised:
+/// it runs under a seccomp filter that stops its file-system calls in the kernel until
+/// `sluice run` has judged and admitted them through the job's budget (see
+/// docs/limitations.md for what that costs).
+///
 /// Example: sluice run --rule 'op=getattr rate=5k/s' --mount /scratch --stats s.json -- ./app
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -48,6 +54,17 @@ pub struct RunArgs {
     /// Never attach to a local controller.
     #[arg(long, conflicts_with = "socket")]
     standalone: bool,
+    /// io_uring in the job: 'allow' lets programs set up rings (what moves through them
+    /// is not held); 'deny' answers io_uring_setup with ENOSYS, as a kernel without
+    /// io_uring would, so that programs fall back to plain calls, which are held. Sites
+    /// set it for everyone with $SLUICE_IO_URING.
+    #[arg(
+        long,
+        value_name = "allow|deny",
+        env = "SLUICE_IO_URING",
+        default_value = "allow"
+    )]
+    io_uring: IoUring,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -129,17 +146,28 @@ impl RunArgs {
         if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
             preload = format!("{preload}:{}", old.to_string_lossy());
         }
+        let why = find_command(&self.command[0]).and_then(|p| inspect(&p).ok().flatten());
+        let (filter, port) = match Filter::new(why.is_some(), self.io_uring)
+            .context("cannot prepare the seccomp filter")?
+        {
+            Some((f, port)) => (Some(f), port),
+            None => (None, None),
+        };
         let mut cmd = Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
             .env("LD_PRELOAD", preload)
             .env("SLUICE_SEGMENT", seg.path());
-        // SAFETY: the closure only resets signal dispositions, which is async-signal-safe.
+        // SAFETY: the closure resets signal dispositions and installs the filter, which
+        // makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
                     libc::signal(sig, libc::SIG_DFL);
                 }
-                Ok(())
+                match &filter {
+                    Some(f) => f.install(),
+                    None => Ok(()),
+                }
             })
         };
         let mut child = match cmd.spawn() {
@@ -156,6 +184,22 @@ impl RunArgs {
             }
         };
         CHILD.store(child.id() as i32, Ordering::Relaxed);
+        let supervisor = match port {
+            Some(port) => {
+                let listener = port
+                    .receive()
+                    .context("cannot receive the supervised program's listener")?
+                    .context("the supervised program sent no listener")?;
+                let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
+                Some(Supervisor::start(
+                    listener,
+                    seg.path(),
+                    self.spec.job_uid(),
+                    log,
+                )?)
+            }
+            None => None,
+        };
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             // SAFETY: `forward` is an async-signal-safe handler.
             unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
@@ -169,7 +213,11 @@ impl RunArgs {
             let (text, _) = seg.segment().config()?;
             let now = StageConfig::from_text(&text)?;
             let stats = Stats::new(&now.job, &now.rules, &now.pools, &seg.segment().totals());
-            write_stats(out, &stats)?;
+            let supervised = supervisor
+                .as_ref()
+                .map(|s| s.supervised())
+                .unwrap_or_default();
+            write_stats(out, &stats, &supervised)?;
         }
         drop(attached);
         Ok(code)
@@ -298,8 +346,28 @@ pub fn stage_path() -> Result<PathBuf> {
     Ok(path.canonicalize()?)
 }
 
-fn write_stats(out: &Path, stats: &Stats) -> Result<()> {
-    let text = serde_json::to_string_pretty(stats)? + "\n";
+/// The file `command` runs, found as execvp would find it.
+fn find_command(command: &str) -> Option<PathBuf> {
+    if command.contains('/') {
+        return Some(PathBuf::from(command));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|p| p.is_file())
+}
+
+/// The job's counters, and the programs supervised (one per executable: pid, exe, why).
+fn write_stats(out: &Path, stats: &Stats, supervised: &[Supervised]) -> Result<()> {
+    let mut value = serde_json::to_value(stats)?;
+    if let Some(map) = value.as_object_mut().filter(|_| !supervised.is_empty()) {
+        let list: Vec<serde_json::Value> = supervised
+            .iter()
+            .map(|s| serde_json::json!({"pid": s.pid, "exe": s.exe, "why": s.why.name()}))
+            .collect();
+        map.insert("supervised".into(), list.into());
+    }
+    let text = serde_json::to_string_pretty(&value)? + "\n";
     if out == Path::new("-") {
         print!("{text}");
         return Ok(());

@@ -27,6 +27,8 @@
 //! - [`site`]: the site's configuration file as a daemon starts with it (and `sluice
 //!   config check` checks it); [`audit`]: one log line and one count for every change
 //!   and every refusal.
+//! - [`supervise`]: programs the stage cannot enter (static, Go), held through a
+//!   seccomp filter whose file calls a supervisor admits through the job's segment.
 //! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
 
 pub mod admin;
@@ -47,6 +49,7 @@ pub mod report;
 pub mod segment_file;
 pub mod site;
 pub mod state_lock;
+pub mod supervise;
 pub mod tls;
 pub mod transport;
 

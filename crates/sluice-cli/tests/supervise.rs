@@ -1,0 +1,269 @@
+//! Issue #32: programs the stage cannot enter (statically linked, Go, raw system calls)
+//! are held all the same, through the supervisor: a seccomp filter sends their file
+//! calls to `sluice run`, which admits them through the job's own buckets.
+//!
+//! Each program runs under `op=getattr rate=2000/s` for a few seconds: the rate after the
+//! initial burst is within 2%, every call is counted exactly in `--stats`, and a job made
+//! of a static and a dynamic process shares one budget. The supervised programs' output
+//! is that of the native run. These tests run one at a time (two cores).
+
+#[macro_use]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use common::{Scratch, Sluice, Stats, c_prog, c_prog_with, direct, ok, path_str, tmp_dir};
+
+const RUN_MS: u64 = 3000;
+const TOLERANCE: f64 = 0.02;
+const SEC: u64 = 1_000_000_000;
+const GETATTR_RULE: &str = "op=getattr rate=2000/s";
+const GETATTR_RATE: f64 = 2000.0;
+/// The default burst: 10 ms of the rate.
+const GETATTR_BURST: usize = 20;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `tests/c/rate.c` linked statically.
+fn static_rate() -> String {
+    c_prog_with("rate", &["-static"])
+}
+
+/// Every call time `rate` recorded in `out`, sorted.
+fn times_in(out: &Path) -> Vec<u64> {
+    let mut times = Vec::new();
+    for entry in std::fs::read_dir(out).unwrap() {
+        let p = entry.unwrap().path();
+        if p.file_name().unwrap().to_str().unwrap().starts_with("ts.") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            times.extend(text.lines().map(|l| l.parse::<u64>().unwrap()));
+        }
+    }
+    times.sort_unstable();
+    times
+}
+
+/// Calls per second after the first `skip` calls.
+fn steady_rate(times: &[u64], skip: usize) -> f64 {
+    let n = times.len();
+    assert!(n > skip + 10, "too few calls: {n}");
+    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / SEC as f64)
+}
+
+/// The `supervised` list of a report: (exe, why) pairs.
+fn supervised(stats: &Stats) -> Vec<(String, String)> {
+    stats.0["supervised"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    (
+                        s["exe"].as_str().unwrap_or_default().to_owned(),
+                        s["why"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `rate MODE` (the program `prog`, with `child` for exec mode) under the getattr
+/// rule and checks the rate and the counts; returns the report.
+fn check_rate(prog: &str, mode: &str, child: Option<&str>) -> Stats {
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let mut cmd = argv![prog, mode, s.file, path_str(out.path()), RUN_MS].to_vec();
+    cmd.extend(child.map(str::to_owned));
+    let stats = s.sluice().rule(GETATTR_RULE).exec(&cmd).into_stats();
+    let times = times_in(out.path());
+    let n = times.len() as u64;
+    assert_eq!(
+        stats.calls("getattr"),
+        n,
+        "{mode}: getattr counted vs calls made"
+    );
+    assert_eq!(
+        stats.rule(0, "admitted"),
+        n,
+        "{mode}: admitted vs calls made"
+    );
+    let rate = steady_rate(&times, GETATTR_BURST);
+    eprintln!("{prog} {mode}: {n} calls, {rate:.2} stats/s after the burst");
+    assert!(
+        (rate - GETATTR_RATE).abs() <= GETATTR_RATE * TOLERANCE,
+        "{mode}: {rate:.1} stats/s under {GETATTR_RULE} (±2%), {n} calls"
+    );
+    stats
+}
+
+#[test]
+fn a_static_stat_loop_is_held_and_counted() {
+    let _serial = serial();
+    let prog = static_rate();
+    let stats = check_rate(&prog, "one", None);
+    assert_eq!(supervised(&stats), [(prog, "static".to_owned())]);
+}
+
+#[test]
+fn raw_newfstatat_calls_of_a_static_program_are_held() {
+    let _serial = serial();
+    let prog = static_rate();
+    check_rate(&prog, "raw", None);
+}
+
+/// A static parent and the dynamic program it execs (which carries the stage) share the
+/// job's one budget; the dynamic child is not supervised (the stage holds it).
+#[test]
+fn a_static_and_a_dynamic_process_share_one_budget() {
+    let _serial = serial();
+    let dir = tmp_dir();
+    // The exec()ed child is another program (another name, so another `exe`).
+    let child = dir.path().join("rate_child");
+    std::fs::copy(c_prog("rate"), &child).unwrap();
+    let prog = static_rate();
+    let stats = check_rate(&prog, "exec", Some(&path_str(&child)));
+    assert_eq!(supervised(&stats), [(prog, "static".to_owned())]);
+}
+
+/// `tests/go/NAME` built with the Go toolchain (offline: the standard library only),
+/// cached like the C programs.
+fn go_prog(name: &str) -> String {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let go = Path::new("/usr/local/go/bin/go");
+    assert!(
+        go.is_file(),
+        "the Go toolchain is not at {} (tests/deps.sh)",
+        go.display()
+    );
+    let src = common::workspace()
+        .join("tests/go")
+        .join(name)
+        .join("main.go");
+    let text = std::fs::read(&src).unwrap();
+    let hash = text.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let dir: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sluice-goprog");
+    let exe = path_str(&dir.join(format!("{name}-{hash:016x}")));
+    let _one = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if Path::new(&exe).is_file() {
+        return exe;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = format!("{exe}.{}", std::process::id());
+    let o = Command::new(go)
+        .args(["build", "-o", &tmp])
+        .arg(&src)
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOPATH", dir.join("gopath"))
+        .env("GO111MODULE", "off")
+        .env("GOFLAGS", "")
+        .env("CGO_ENABLED", "0")
+        .output()
+        .expect("cannot run go");
+    assert!(
+        o.status.success(),
+        "go build failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::rename(&tmp, &exe).unwrap();
+    exe
+}
+
+#[test]
+fn a_go_stat_loop_is_held_and_counted() {
+    let _serial = serial();
+    let prog = go_prog("walk");
+    let s = Scratch::new();
+    let run = s
+        .sluice()
+        .rule(GETATTR_RULE)
+        .exec(&argv![prog, "stat", s.file, RUN_MS]);
+    let stats = run.ok();
+    let n: u64 = run
+        .stdout
+        .trim()
+        .parse()
+        .expect("the Go program prints its count");
+    assert_eq!(stats.calls("getattr"), n, "getattr counted vs calls made");
+    assert_eq!(stats.rule(0, "admitted"), n, "admitted vs calls made");
+    // The loop runs RUN_MS from its first call; the burst passes at once.
+    let rate = (n - GETATTR_BURST as u64) as f64 / (RUN_MS as f64 / 1000.0);
+    eprintln!("go: {n} calls, {rate:.2} stats/s after the burst");
+    assert!(
+        (rate - GETATTR_RATE).abs() <= GETATTR_RATE * TOLERANCE,
+        "{rate:.1} stats/s under {GETATTR_RULE} (±2%), {n} calls"
+    );
+    assert_eq!(supervised(stats), [(prog, "go".to_owned())]);
+}
+
+#[test]
+fn a_supervised_go_tree_walk_sees_what_it_sees_natively() {
+    let _serial = serial();
+    let prog = go_prog("walk");
+    let s = Scratch::new();
+    for d in ["a", "a/b", "c"] {
+        std::fs::create_dir(s.dir.path().join(d)).unwrap();
+    }
+    for (f, text) in [("a/x", "1"), ("a/b/y", "22"), ("c/z", "333"), ("top", "")] {
+        std::fs::write(s.dir.path().join(f), text).unwrap();
+    }
+    std::os::unix::fs::symlink("a/x", s.dir.path().join("link")).unwrap();
+    let root = path_str(s.dir.path());
+    let native = ok(&direct(&[&prog, "tree", &root], &[]));
+    let run = s
+        .sluice()
+        .rule("op=getattr rate=1000/s")
+        .exec(&argv![prog, "tree", root]);
+    let stats = run.ok();
+    assert_eq!(run.stdout, native, "supervised output differs from native");
+    // One lstat per entry printed (the root, 3 directories, 5 files and a link, all
+    // managed), and WalkDir's own of the root; one open per directory it lists.
+    let entries = native.lines().count() as u64;
+    assert_eq!(entries, 10);
+    assert_eq!(stats.calls("getattr"), entries + 1, "{}", stats.0);
+    assert_eq!(stats.calls("open"), 4, "{}", stats.0);
+}
+
+/// `--io-uring deny` answers io_uring_setup with ENOSYS, as a kernel without io_uring
+/// does; `allow` (the default) leaves it be.
+#[test]
+fn io_uring_deny_answers_enosys() {
+    let prog = c_prog("uring");
+    let run = |setting: &str| {
+        let r = Sluice::run().args(&["--io-uring", setting]).exec(&[&prog]);
+        r.ok();
+        r.stdout
+    };
+    assert_eq!(run("deny"), "Function not implemented\n");
+    assert_eq!(run("allow"), "ring\n");
+}
+
+/// fio's io_uring engine does not fall back to plain calls: under `--io-uring deny` it
+/// fails at start, saying why.
+#[test]
+fn fio_io_uring_engine_fails_at_start_when_denied() {
+    let s = Scratch::new();
+    let file = path_str(&s.dir.path().join("fio"));
+    let r = s.sluice().args(&["--io-uring", "deny"]).exec(&[
+        "fio",
+        "--name=u",
+        "--ioengine=io_uring",
+        &format!("--filename={file}"),
+        "--size=1M",
+        "--rw=write",
+        "--bs=64k",
+    ]);
+    assert!(!r.status.success(), "fio ran: {r:?}");
+    assert!(
+        r.stderr.contains("doesn't support io_uring"),
+        "fio's message: {}",
+        r.stderr
+    );
+}

@@ -1,0 +1,533 @@
+//! Supervision of the programs the stage cannot enter: statically linked programs, Go
+//! programs, and dynamic programs started without the stage in their environment.
+//!
+//! The launcher puts such a program under a seccomp filter before it execs
+//! ([`Filter`]): its file-system calls ([`calls::CALLS`]) stop in the kernel and are sent
+//! to a supervisor as user notifications. The supervisor ([`Supervisor`], a thread of the
+//! launcher) reads the call's path from the process's memory (`/proc/PID/mem`), checks
+//! that the notification still stands (the process did not die and its pid was not
+//! reused meanwhile), judges the path against the job's managed places as the stage
+//! would, admits the call through the job's own buckets in its segment (one budget for
+//! the job's dynamic and supervised processes alike), counts it there, and lets the
+//! kernel carry it on (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). The call itself is the
+//! program's: the supervisor never makes it, so its result, errno and side effects are
+//! those of the call unsupervised.
+//!
+//! The filter is inherited by every descendant. A descendant that carries the stage (a
+//! dynamic program with the stage and the segment in its environment) is let through
+//! uncounted, as the stage holds it; any other is held by the supervisor.
+
+pub mod calls;
+pub mod elf;
+pub mod filter;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+
+use sluice_core::classify::Compiled;
+use sluice_core::config::{StageConfig, latency_sample_of};
+use sluice_core::gate::{Clock, Gate, Size, ThreadState};
+use sluice_core::path::{PATH_MAX, mounts_of_types, resolve_into};
+use sluice_core::rule::Identity;
+
+use crate::segment_file::SegmentFile;
+
+pub use elf::{Why, inspect};
+pub use filter::{Filter, IoUring, ListenerPort};
+
+use calls::{Named, call_of};
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h, Linux 6.6), which the libc crate
+/// does not name yet.
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+
+/// A process the supervisor held, as reported: the first of its executable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Supervised {
+    /// Its pid (the thread that made its first supervised call).
+    pub pid: u32,
+    /// Its executable's path.
+    pub exe: String,
+    /// Why the stage could not hold it.
+    pub why: Why,
+}
+
+/// A supervisor thread serving one listener.
+pub struct Supervisor {
+    seen: Arc<Mutex<BTreeMap<String, Supervised>>>,
+}
+
+/// Why supervision could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SuperviseError {
+    /// The job's segment could not be mapped or read.
+    #[error("cannot supervise: {0}")]
+    Segment(String),
+    /// The thread could not be started.
+    #[error("cannot start the supervisor: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
+impl Supervisor {
+    /// Serves `listener`, admitting calls through the job's segment at `segment`; one line
+    /// per executable first held is appended to `log` when given.
+    pub fn start(
+        listener: OwnedFd,
+        segment: &Path,
+        uid: u32,
+        log: Option<PathBuf>,
+    ) -> Result<Supervisor, SuperviseError> {
+        let seg = SegmentFile::open(segment.to_owned())
+            .map_err(|e| SuperviseError::Segment(format!("{e:#}")))?;
+        let judge = Judge::new(seg, uid).map_err(SuperviseError::Segment)?;
+        // The supervisor answers each call at once, and the program waits for nothing
+        // else: the kernel may then switch straight from one to the other on the same
+        // processor (Linux 6.6; a few times faster than a wake-up through the scheduler).
+        // SAFETY: the listener and an integer flag argument.
+        unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+                SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+            )
+        };
+        let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let mut serve = Serve {
+            listener,
+            judge,
+            procs: HashMap::new(),
+            ts: ThreadState::new(),
+            seen: seen.clone(),
+            log,
+        };
+        // Detached: it serves the job's processes until the launcher exits.
+        std::thread::Builder::new()
+            .name("sluice-supervisor".into())
+            .spawn(move || serve.run())?;
+        Ok(Supervisor { seen })
+    }
+
+    /// The processes held so far, one per executable.
+    pub fn supervised(&self) -> Vec<Supervised> {
+        self.seen
+            .lock()
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The job's rules, compiled per executable name (rules may name `exe=`).
+struct Judge {
+    seg: SegmentFile,
+    config: StageConfig,
+    text: String,
+    generation: u64,
+    uid: u32,
+    mounts: Option<Vec<String>>,
+    compiled: HashMap<String, Compiled>,
+}
+
+impl Judge {
+    fn new(seg: SegmentFile, uid: u32) -> Result<Judge, String> {
+        let (text, generation) = seg.segment().config().map_err(|e| e.to_string())?;
+        let config = StageConfig::from_text(&text).map_err(|e| e.to_string())?;
+        let mounts = match (config.mounts.is_empty(), config.fs_types.is_empty()) {
+            (true, true) => None,
+            _ => {
+                let mut m = config.mounts.clone();
+                let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+                m.extend(mounts_of_types(&info, &config.fs_types));
+                Some(m)
+            }
+        };
+        Ok(Judge {
+            seg,
+            config,
+            text,
+            generation,
+            uid,
+            mounts,
+            compiled: HashMap::new(),
+        })
+    }
+
+    /// The rules in force for a process whose executable is named `exe`.
+    fn compiled(&mut self, exe: &str) -> Result<&Compiled, String> {
+        let segment = self.seg.segment();
+        if segment.config_generation() != self.generation {
+            // A controller changed the job's rules: compile them again as each
+            // executable next needs them (the places stay those of the start, as the
+            // stage keeps them).
+            let (text, generation) = segment.config().map_err(|e| e.to_string())?;
+            let config = StageConfig::from_text(&text).map_err(|e| e.to_string())?;
+            self.config.rules = config.rules;
+            self.config.pools = config.pools;
+            self.config.watches = config.watches;
+            self.text = text;
+            self.generation = generation;
+            self.compiled.clear();
+        }
+        if !self.compiled.contains_key(exe) {
+            let id = Identity {
+                job: self.config.job.clone(),
+                uid: self.uid,
+                user: self.config.user.clone(),
+                exe: exe.to_owned(),
+            };
+            let c = &self.config;
+            let mut compiled =
+                Compiled::new(&c.rules, &c.pools, &c.watches, &id, self.mounts.as_deref())
+                    .map_err(|e| e.to_string())?;
+            compiled.set_latency_sample(latency_sample_of(&self.text));
+            self.compiled.insert(exe.to_owned(), compiled);
+        }
+        Ok(&self.compiled[exe])
+    }
+}
+
+/// What the supervisor knows of one thread that made calls.
+struct Proc {
+    /// Its memory; reads return nothing once it execs (a new memory) or dies.
+    mem: File,
+    /// `None`: it carries the stage, which holds its calls.
+    held: Option<Held>,
+}
+
+struct Held {
+    /// The executable's file name, for rules that name `exe=`.
+    name: String,
+}
+
+/// At most this many threads are remembered; past it the table starts afresh (each
+/// costs a descriptor, and threads that ended are not otherwise noticed).
+const MAX_PROCS: usize = 256;
+
+struct Serve {
+    listener: OwnedFd,
+    judge: Judge,
+    procs: HashMap<u32, Proc>,
+    ts: ThreadState,
+    seen: Arc<Mutex<BTreeMap<String, Supervised>>>,
+    log: Option<PathBuf>,
+}
+
+/// What became of one notification's target.
+enum Target {
+    /// An absolute, lexically normal path.
+    Path(usize),
+    /// Its target could not be read (a bad address, a descriptor not open).
+    Unjudged,
+    /// The thread is gone, or has exec'ed since its table entry was made.
+    Stale,
+}
+
+impl Serve {
+    /// Receives and answers notifications for as long as the launcher runs. A blocking
+    /// receive, without a poll before it: one system call and one wake-up per call. The
+    /// thread ends with the launcher (a receive does not return when the last process
+    /// under the filter has gone).
+    fn run(&mut self) {
+        loop {
+            // SAFETY: seccomp_notif is plain data; the kernel requires it zeroed.
+            let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+            // SAFETY: the listener and a struct of the size the ioctl names.
+            let r = unsafe {
+                libc::ioctl(
+                    self.listener.as_raw_fd(),
+                    libc::SECCOMP_IOCTL_NOTIF_RECV,
+                    &mut req,
+                )
+            };
+            if r < 0 {
+                match errno() {
+                    // Interrupted, or the caller was gone before we received it.
+                    libc::EINTR | libc::ENOENT => continue,
+                    _ => return,
+                }
+            }
+            self.handle(&req);
+            self.answer(req.id);
+        }
+    }
+
+    /// Judges, admits and counts one call (everything but the answer).
+    fn handle(&mut self, req: &libc::seccomp_notif) {
+        let Some((op, named)) = call_of(req.data.nr as i64, &req.data.args) else {
+            return;
+        };
+        let mut buf = [0u8; PATH_MAX];
+        let mut target = Target::Stale;
+        for _ in 0..2 {
+            let Some(p) = self.proc_of(req.pid) else {
+                return;
+            };
+            if p.held.is_none() {
+                return;
+            }
+            let null_is_fd = req.data.nr as i64 == libc::SYS_utimensat;
+            target = read_target(&p.mem, req.pid, named, &req.data.args, null_is_fd, &mut buf);
+            if !matches!(target, Target::Stale) {
+                break;
+            }
+            self.procs.remove(&req.pid);
+        }
+        if !self.valid(req.id) {
+            return;
+        }
+        let Some(name) = self
+            .procs
+            .get(&req.pid)
+            .and_then(|p| p.held.as_ref())
+            .map(|h| h.name.clone())
+        else {
+            return;
+        };
+        let segment = self.judge.seg.segment() as *const sluice_core::segment::Segment;
+        // SAFETY: the segment is mapped for as long as the judge lives, which is longer
+        // than this call; the reference is taken apart from the judge's borrow only.
+        let segment = unsafe { &*segment };
+        let n = match target {
+            Target::Path(n) => n,
+            Target::Unjudged | Target::Stale => {
+                Gate::count_unjudged(segment, &mut self.ts);
+                return;
+            }
+        };
+        let Ok(compiled) = self.judge.compiled(&name) else {
+            Gate::count_unjudged(segment, &mut self.ts);
+            return;
+        };
+        let place = compiled.places().lookup(&buf[..n]);
+        let gate = Gate { segment, compiled };
+        if !compiled.places().is_managed(place) {
+            gate.unmanaged(&mut self.ts);
+            return;
+        }
+        let ticket = gate.admit(&mut self.ts, &SysClock, op, place, Size::Known(0));
+        gate.finish(&mut self.ts, &SysClock, ticket, 0);
+    }
+
+    /// The thread `tid`'s entry, made on its first call (or after it exec'ed).
+    fn proc_of(&mut self, tid: u32) -> Option<&Proc> {
+        if !self.procs.contains_key(&tid) {
+            if self.procs.len() >= MAX_PROCS {
+                self.procs.clear();
+            }
+            let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
+            let held = self.held(tid);
+            self.procs.insert(tid, Proc { mem, held });
+        }
+        self.procs.get(&tid)
+    }
+
+    /// Whether the supervisor holds `tid`'s calls: unless it carries the stage.
+    fn held(&mut self, tid: u32) -> Option<Held> {
+        let exe_link = format!("/proc/{tid}/exe");
+        let exe = std::fs::read_link(&exe_link)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let why = match inspect(Path::new(&exe_link)) {
+            Ok(Some(why)) => why,
+            _ if carries_stage(tid) => return None,
+            _ => Why::ClearedEnv,
+        };
+        let name = exe.rsplit('/').next().unwrap_or(&exe).to_owned();
+        let first = self.seen.lock().map(|mut seen| {
+            let new = !seen.contains_key(&exe);
+            seen.entry(exe.clone()).or_insert(Supervised {
+                pid: tid,
+                exe: exe.clone(),
+                why,
+            });
+            new
+        });
+        if first.unwrap_or(false)
+            && let Some(log) = &self.log
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(log)
+        {
+            let _ = writeln!(
+                f,
+                "sluice supervisor: job '{}': pid {tid} runs {exe} ({why}): its file calls are held through seccomp",
+                self.judge.config.job
+            );
+        }
+        Some(Held { name })
+    }
+
+    /// Whether notification `id` still stands: its thread is alive and waiting in that
+    /// call, so what was read of it is its own (its pid was not reused meanwhile).
+    fn valid(&self, id: u64) -> bool {
+        // SAFETY: the listener and a u64, as the ioctl names.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+                &id,
+            ) == 0
+        }
+    }
+
+    /// Lets the call run as the program made it.
+    fn answer(&self, id: u64) {
+        let mut resp = libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        };
+        // SAFETY: the listener and a response struct. ENOENT (the caller was killed or
+        // interrupted meanwhile) needs nothing more.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &mut resp,
+            )
+        };
+    }
+}
+
+/// Whether thread `tid` runs with the stage and a segment in its environment.
+fn carries_stage(tid: u32) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{tid}/environ")) else {
+        return false;
+    };
+    let var = |name: &[u8]| {
+        env.split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(name).filter(|v| !v.is_empty()))
+    };
+    var(b"LD_PRELOAD=").is_some_and(|v| v.windows(16).any(|w| w == b"libsluice_stage."))
+        && var(b"SLUICE_SEGMENT=").is_some()
+}
+
+/// Reads the target of a call of `tid` into `out` as an absolute, normal path.
+/// A null path is a bad address (EFAULT), except where `null_is_fd` (`utimensat`).
+fn read_target(
+    mem: &File,
+    tid: u32,
+    named: Named,
+    args: &[u64; 6],
+    null_is_fd: bool,
+    out: &mut [u8; PATH_MAX],
+) -> Target {
+    let (dirfd, addr) = match named {
+        Named::Path(p) => (libc::AT_FDCWD, args[p]),
+        Named::At(d, p) => (args[d] as i32, args[p]),
+    };
+    let mut path = [0u8; PATH_MAX];
+    let len = match addr {
+        0 if null_is_fd => 0,
+        0 => return Target::Unjudged,
+        _ => match read_string(mem, addr, &mut path) {
+            Ok(n) => n,
+            Err(t) => return t,
+        },
+    };
+    let rel = &path[..len];
+    if rel.first() == Some(&b'/') {
+        return resolve_into(out, b"/", rel).map_or(Target::Unjudged, Target::Path);
+    }
+    let base = match dirfd {
+        libc::AT_FDCWD => format!("/proc/{tid}/cwd"),
+        fd => format!("/proc/{tid}/fd/{fd}"),
+    };
+    let Ok(base) = std::fs::read_link(&base) else {
+        return Target::Unjudged;
+    };
+    let base = base.as_os_str().as_encoded_bytes();
+    if base.first() != Some(&b'/') {
+        // A pipe, a socket, an anonymous inode: not a place of the file system.
+        out[..5].copy_from_slice(b"/proc");
+        return Target::Path(5);
+    }
+    resolve_into(out, base, rel).map_or(Target::Unjudged, Target::Path)
+}
+
+/// Reads the NUL-terminated string at `addr` of the memory `mem`, a page at a time (a
+/// string that ends just before an unmapped page is read whole).
+fn read_string(mem: &File, addr: u64, out: &mut [u8; PATH_MAX]) -> Result<usize, Target> {
+    let mut len = 0;
+    while len < PATH_MAX {
+        let at = addr + len as u64;
+        let page_left = 4096 - (at % 4096) as usize;
+        let want = page_left.min(PATH_MAX - len);
+        match mem.read_at(&mut out[len..len + want], at) {
+            Ok(0) if len == 0 => return Err(Target::Stale),
+            Ok(0) => return Err(Target::Unjudged),
+            Ok(n) => {
+                if let Some(end) = out[len..len + n].iter().position(|&b| b == 0) {
+                    return Ok(len + end);
+                }
+                len += n;
+            }
+            Err(_) => return Err(Target::Unjudged),
+        }
+    }
+    Err(Target::Unjudged)
+}
+
+/// The clock the supervisor admits by: the stage's (CLOCK_MONOTONIC, and a shared futex
+/// wait on the bucket's generation, so that a rate change wakes it).
+struct SysClock;
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Clock for SysClock {
+    fn now_ns(&self) -> u64 {
+        clock_ns(libc::CLOCK_MONOTONIC)
+    }
+    fn coarse_ns(&self) -> u64 {
+        clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+    }
+    fn coarse_resolution_ns(&self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec.
+        match unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } {
+            0 => ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+            _ => 10_000_000,
+        }
+    }
+    fn wait_until(&self, deadline: u64, word: &AtomicU32, seen: u32) {
+        let ts = libc::timespec {
+            tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+            tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: `word` is a valid, aligned 32-bit word of the mapped segment; with
+        // FUTEX_WAIT_BITSET the timeout is an absolute CLOCK_MONOTONIC time.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET,
+                seen,
+                &ts as *const libc::timespec,
+                std::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        };
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
