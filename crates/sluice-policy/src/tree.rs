@@ -362,15 +362,6 @@ pub struct TreeNode {
     pub weight: f64,
 }
 
-/// A pool's tree: its shape and its shares.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tree {
-    /// The levels.
-    pub shape: TreeShape,
-    /// The shares of its nodes.
-    pub shares: Shares,
-}
-
 /// A tree's division of one round.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Division {
@@ -381,18 +372,18 @@ pub struct Division {
     pub nodes: Vec<TreeNode>,
 }
 
-impl Tree {
+impl TreeShape {
     /// Divides `round`'s capacity among its jobs, whose attributes are `attrs` (one per
-    /// job, in the round's order); a job's demand is its `arrivals`, its nodes its
-    /// `nodes` (1 when not given).
+    /// job, in the round's order), with the nodes' `shares`; a job's demand is its
+    /// `arrivals`, its nodes its `nodes` (1 when not given).
     ///
     /// # Panics
     ///
     /// If `attrs` and the round's jobs differ in length.
-    pub fn divide(&self, round: &Round<'_>, attrs: &[&JobAttrs]) -> Division {
+    pub fn divide(&self, shares: &Shares, round: &Round<'_>, attrs: &[&JobAttrs]) -> Division {
         let jobs = round.jobs();
         assert_eq!(jobs.len(), attrs.len(), "one set of attributes per job");
-        let levels = self.shape.levels();
+        let levels = self.levels();
         // Grouping by sorting: the jobs of one node of the tree are then a run.
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_unstable_by(|&a, &b| {
@@ -407,7 +398,8 @@ impl Tree {
             nodes: Vec::with_capacity(jobs.len() * levels.len()),
         };
         let walk = Walk {
-            tree: self,
+            shape: self,
+            shares,
             round,
             attrs,
             order: &order,
@@ -419,7 +411,8 @@ impl Tree {
 
 /// One division in progress.
 struct Walk<'a, 'r> {
-    tree: &'a Tree,
+    shape: &'a TreeShape,
+    shares: &'a Shares,
     round: &'a Round<'r>,
     attrs: &'a [&'a JobAttrs],
     /// The jobs, grouped by the levels' attributes in order.
@@ -437,7 +430,7 @@ impl Walk<'_, '_> {
         amount: f64,
         out: &mut Division,
     ) {
-        let level = self.tree.shape.levels()[depth];
+        let level = self.shape.levels()[depth];
         let jobs = self.round.jobs();
         // The children: runs of one value of the level's attribute (single jobs at the
         // job level).
@@ -473,9 +466,7 @@ impl Walk<'_, '_> {
                     }),
                     (Rule::Share, Attr::Job) => jobs[first].weight_or_one(),
                     (Rule::Share, attr) => {
-                        self.tree
-                            .shares
-                            .get(attr, self.attrs[first].get(attr), parent)
+                        self.shares.get(attr, self.attrs[first].get(attr), parent)
                     }
                 }
             })
@@ -576,12 +567,9 @@ mod tests {
             user: user.into(),
             ..JobAttrs::default()
         });
-        let tree = Tree {
-            shape: shape("account,user,job").expect("valid"),
-            shares: Shares::new(),
-        };
+        let tree = shape("account,user,job").expect("valid");
         let round = Round::new(100.0, 1.0, &jobs).expect("valid");
-        let d = tree.divide(&round, &attrs.iter().collect::<Vec<_>>());
+        let d = tree.divide(&Shares::new(), &round, &attrs.iter().collect::<Vec<_>>());
         assert_eq!(d.rates, vec![10.0, 40.0, 50.0]);
         // account a, its users a1 and a2 and their jobs, then b.
         let depths: Vec<usize> = d.nodes.iter().map(|n| n.depth).collect();

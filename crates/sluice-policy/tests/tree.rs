@@ -3,7 +3,7 @@
 //! what a subtree leaves going to its siblings first.
 
 use proptest::prelude::*;
-use sluice_policy::tree::{Attr, JobAttrs, Shares, Tree};
+use sluice_policy::tree::{Attr, JobAttrs, Shares, TreeShape};
 use sluice_policy::{Observation, Round};
 
 /// A job of one of three accounts and four users, asking for nothing, a little or more
@@ -38,6 +38,12 @@ fn build(jobs: &[(usize, usize, f64, u32)]) -> (Vec<Observation>, Vec<JobAttrs>)
     (obs, attrs)
 }
 
+/// A tree's shape and its shares.
+struct Tree {
+    shape: TreeShape,
+    shares: Shares,
+}
+
 fn tree(shape: &str, account_shares: &[f64]) -> Tree {
     let mut shares = Shares::new();
     for (i, &s) in account_shares.iter().enumerate() {
@@ -54,7 +60,7 @@ fn tree(shape: &str, account_shares: &[f64]) -> Tree {
 fn divide(tree: &Tree, capacity: f64, obs: &[Observation], attrs: &[JobAttrs]) -> Vec<f64> {
     let round = Round::new(capacity, 1.0, obs).expect("valid");
     let refs: Vec<&JobAttrs> = attrs.iter().collect();
-    tree.divide(&round, &refs).rates
+    tree.shape.divide(&tree.shares, &round, &refs).rates
 }
 
 /// Σ over the jobs `pick` selects.
