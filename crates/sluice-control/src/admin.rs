@@ -646,7 +646,7 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
+/// `{"jobs":[{"job","user","account","qos","partition","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
 /// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
 /// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
