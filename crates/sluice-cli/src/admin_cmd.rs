@@ -12,7 +12,7 @@ use sluice_control::cluster::SegmentNote;
 use sluice_control::config::format_duration;
 use sluice_control::proto::{
     Empty, JobSetRequest, NameRequest, PoolInfo, PoolListReply, PoolSetRequest, RuleChangeRequest,
-    RuleStartRequest, StatusReply,
+    RuleStartRequest, ShareSetRequest, StatusReply,
 };
 use sluice_core::hostlist;
 use sluice_core::rule::{Rate, Unit, format_rate_approx};
@@ -67,9 +67,10 @@ pub enum PoolCmd {
         capacity: String,
         /// The algorithm dividing it: static, uniform, uniform-share, priority,
         /// priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded,
-        /// adaptbf-need, set10, reservations, drf (`sluice alloc --help`).
-        #[arg(long, value_name = "ALGO")]
-        algorithm: String,
+        /// adaptbf-need, set10, reservations, drf (`sluice alloc --help`). With
+        /// --tree: drf, or leave it out.
+        #[arg(long, value_name = "ALGO", required_unless_present = "tree")]
+        algorithm: Option<String>,
         /// An algorithm parameter, K=V (repeatable).
         #[arg(long = "param", value_name = "K=V")]
         params: Vec<String>,
@@ -80,6 +81,15 @@ pub enum PoolCmd {
         /// wait-inflated; refused for algorithms that read no load.
         #[arg(long, value_name = "ESTIMATOR")]
         estimator: Option<String>,
+        /// Divide the pool down a tree of job attributes, top first, ending with job:
+        /// account, user, qos, partition, job, each LEVEL or LEVEL:RULE with RULE
+        /// share (the node's share, `sluice share set`; default but for job), equal,
+        /// or nodes (node count; default for job). Each level water-fills what its
+        /// parent got by weight up to demand: what a subtree leaves unused goes to its
+        /// siblings first, then up. E.g. account,user,job or
+        /// account:share,user:equal,job:nodes.
+        #[arg(long, value_name = "LEVELS")]
+        tree: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -95,6 +105,49 @@ pub enum PoolCmd {
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+/// `sluice share …`.
+#[derive(clap::Subcommand, Debug)]
+pub enum ShareCmd {
+    /// Set the share of a node of pools' trees, kept in the configuration (and beating
+    /// Slurm's share for the same node).
+    ///
+    /// Example: sluice share set account=physics 7
+    ///          sluice share set user=physics/alice 2   (alice under physics only)
+    ///          sluice share set account=physics --clear
+    #[command(verbatim_doc_comment)]
+    Set {
+        /// LEVEL=NAME or LEVEL=PARENT/NAME; LEVEL is account, user, qos or partition.
+        node: String,
+        /// The share, a number > 0; siblings divide their parent's part by share.
+        #[arg(required_unless_present = "clear")]
+        share: Option<f64>,
+        /// Remove the share: the node weighs 1 again (or what Slurm says).
+        #[arg(long, conflicts_with = "share")]
+        clear: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+impl ShareCmd {
+    /// Runs the subcommand.
+    pub fn run(&self) -> Result<i32> {
+        let ShareCmd::Set {
+            node,
+            share,
+            clear,
+            server,
+        } = self;
+        let request = ShareSetRequest {
+            node: node.clone(),
+            share: share.unwrap_or(0.0),
+            clear: *clear,
+        };
+        server.ask(async |c| c.share_set(request).await)?;
+        Ok(0)
+    }
 }
 
 /// The rule verbs Lustre administrators know from NRS TBF.
@@ -142,6 +195,10 @@ pub struct StatusArgs {
 /// `sluice jobs`: every job with its nodes and, per pool, allocation, rate and demand.
 #[derive(clap::Args, Debug)]
 pub struct JobsArgs {
+    /// Show the pools that have a tree as trees: per account, user, … and job, the
+    /// allocation, rate, demand and weight of each node, as of the last cycle.
+    #[arg(long)]
+    tree: bool,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -279,6 +336,15 @@ pub(crate) fn rate_in(units: &BTreeMap<String, Unit>, pool: &str, per_sec: f64) 
 impl JobsArgs {
     /// Prints the jobs.
     pub fn run(&self) -> Result<i32> {
+        if self.tree {
+            let pools = self.server.ask(async |c| c.pool_list(Empty {}).await)?;
+            if self.server.json {
+                print(true, pools_json(&pools), |_| String::new());
+            } else {
+                print!("{}", tree_table(&pools));
+            }
+            return Ok(0);
+        }
         let reply = self.server.ask(async |c| c.jobs(Empty {}).await)?;
         if self.server.json {
             print(true, jobs_json(&reply), |_| String::new());
@@ -321,6 +387,40 @@ impl JobsArgs {
     }
 }
 
+/// The pools with a tree, each node on a line indented by its depth.
+fn tree_table(pools: &PoolListReply) -> String {
+    let units = pool_units(pools);
+    let mut out = String::new();
+    for p in pools.pools.iter().filter(|p| !p.tree.is_empty()) {
+        let rate = |v| rate_in(&units, &p.name, v);
+        out += &format!(
+            "pool {} ({}), tree {}\n{:<32} {:>10} {:>9} {:>9} {:>7}\n",
+            p.name,
+            capacity_text(p),
+            p.tree,
+            "NODE",
+            "ALLOCATION",
+            "RATE",
+            "DEMAND",
+            "WEIGHT"
+        );
+        for n in &p.nodes {
+            let label = format!("{}{}={}", "  ".repeat(n.depth as usize), n.level, n.name);
+            out += &format!(
+                "{label:<32} {:>10} {:>9} {:>9} {:>7.3}\n",
+                rate(n.allocation),
+                rate(n.rate),
+                rate(n.demand),
+                n.weight
+            );
+        }
+    }
+    if out.is_empty() {
+        out = "no pool has a tree (sluice pool set NAME … --tree account,user,job)\n".to_owned();
+    }
+    out
+}
+
 impl JobCmd {
     /// Runs the subcommand.
     pub fn run(&self) -> Result<i32> {
@@ -357,15 +457,17 @@ impl PoolCmd {
                 algorithm,
                 params,
                 estimator,
+                tree,
                 server,
             } => {
                 let request = PoolSetRequest {
                     name: name.clone(),
                     filter: filter.clone(),
                     capacity: capacity.clone(),
-                    algorithm: algorithm.clone(),
+                    algorithm: algorithm.clone().unwrap_or_default(),
                     params: params.clone(),
                     estimator: estimator.clone().unwrap_or_default(),
+                    tree: tree.clone().unwrap_or_default(),
                 };
                 server.ask(async |c| c.pool_set(request).await)?;
             }

@@ -53,6 +53,9 @@ enum Command {
     /// Pools: capacities shared by all jobs, divided by an algorithm.
     #[command(subcommand)]
     Pool(admin_cmd::PoolCmd),
+    /// Shares of the accounts, users, QOS and partitions of pools' trees.
+    #[command(subcommand)]
+    Share(admin_cmd::ShareCmd),
     /// Controller configurations: check a global's or a local's file offline.
     #[command(subcommand)]
     Config(config_cmd::ConfigCmd),
@@ -103,6 +106,7 @@ fn main() {
         Command::Report(a) => a.run(),
         Command::Job(c) => c.run(),
         Command::Pool(c) => c.run(),
+        Command::Share(c) => c.run(),
         Command::Rule(c) => c.run(),
         Command::Config(c) => c.run(),
         Command::Alloc(a) => a.run(),

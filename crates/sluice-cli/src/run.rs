@@ -103,6 +103,18 @@ pub struct JobSpec {
     /// launchers inside the job join it. The local controller refuses it from anyone else.
     #[arg(long, value_name = "UID")]
     uid: Option<u32>,
+    /// The job's account, by which a pool with a tree groups it (default
+    /// $SLURM_JOB_ACCOUNT). Outside Slurm nothing checks it: a site that divides by
+    /// account lets only root's launchers (a prolog's --uid) name one it trusts.
+    #[arg(long, value_name = "NAME")]
+    account: Option<String>,
+    /// The job's QOS (default $SLURM_JOB_QOS), for a tree with a qos level.
+    #[arg(long, value_name = "NAME")]
+    qos: Option<String>,
+    /// The job's partition (default $SLURM_JOB_PARTITION), for a tree with a partition
+    /// level.
+    #[arg(long, value_name = "NAME")]
+    partition: Option<String>,
     /// How long to wait for the local controller's answer, e.g. 500ms or 5s.
     #[arg(long, value_name = "DUR", env = "SLUICE_DEADLINE", default_value = "2s",
           value_parser = deadline)]
@@ -260,6 +272,21 @@ impl JobSpec {
             mounts: config.mounts.clone(),
             fs_types: config.fs_types.clone(),
             uid: self.job_uid(),
+            account: self
+                .account
+                .clone()
+                .or_else(|| env(&["SLURM_JOB_ACCOUNT"]))
+                .unwrap_or_default(),
+            qos: self
+                .qos
+                .clone()
+                .or_else(|| env(&["SLURM_JOB_QOS"]))
+                .unwrap_or_default(),
+            partition: self
+                .partition
+                .clone()
+                .or_else(|| env(&["SLURM_JOB_PARTITION"]))
+                .unwrap_or_default(),
         }
     }
 

@@ -21,7 +21,8 @@ use crate::proto::admin_client::AdminClient;
 use crate::proto::admin_server::Admin;
 use crate::proto::{
     Empty, JobInfo, JobSetRequest, JobSummary, JobsReply, NameRequest, PoolListReply,
-    PoolSetRequest, RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote, StatusReply,
+    PoolSetRequest, RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote,
+    ShareSetRequest, StatusReply,
 };
 use crate::transport::{ConnectOptions, Endpoint, NoAnswer, check_bearer, connect, peer_cred};
 
@@ -187,6 +188,8 @@ pub enum Change {
     PoolSet(PoolSetRequest),
     /// A pool removed.
     PoolRm(String),
+    /// The share of a node of pools' trees.
+    ShareSet(ShareSetRequest),
 }
 
 impl Change {
@@ -199,6 +202,7 @@ impl Change {
             Change::RuleStop(name) => ("rule_stop", format!("rule {name:?}")),
             Change::PoolSet(r) => ("pool_set", format!("pool {:?}", r.name)),
             Change::PoolRm(name) => ("pool_rm", format!("pool {name:?}")),
+            Change::ShareSet(r) => ("share_set", format!("share {:?}", r.node)),
         };
         Event::new(action, who, item)
     }
@@ -228,8 +232,12 @@ impl Change {
                     (None, Some(default)) => format!(" estimator={default} (default)"),
                     (None, None) => String::new(),
                 };
+                let tree = p
+                    .tree
+                    .as_ref()
+                    .map_or_else(String::new, |t| format!(" tree={t}"));
                 format!(
-                    "match={:?} capacity={} algorithm={} params=[{}]{estimator}",
+                    "match={:?} capacity={} algorithm={} params=[{}]{estimator}{tree}",
                     p.filter,
                     p.capacity,
                     p.algorithm,
@@ -253,6 +261,13 @@ impl Change {
             Change::RuleStop(name) => rule(name),
             Change::PoolSet(r) => pool(&r.name),
             Change::PoolRm(name) => pool(name),
+            Change::ShareSet(r) => {
+                let (level, name, parent) = crate::config::parse_share_node(&r.node).ok()?;
+                c.shares
+                    .iter()
+                    .find(|&(l, n, p, _)| l == level && n == name && p == parent)
+                    .map(|(.., share)| share.to_string())
+            }
         }
     }
 
@@ -270,16 +285,19 @@ impl Change {
             Change::RuleStop(name) => c.rule_stop(name),
             Change::PoolSet(r) => {
                 let estimator = Some(r.estimator.as_str()).filter(|e| !e.is_empty());
-                c.pool_set(
+                let tree = Some(r.tree.as_str()).filter(|t| !t.is_empty());
+                c.pool_set_tree(
                     &r.name,
                     &r.filter,
                     &r.capacity,
                     &r.algorithm,
                     &r.params,
                     estimator,
+                    tree,
                 )
             }
             Change::PoolRm(name) => c.pool_rm(name),
+            Change::ShareSet(r) => c.share_set(&r.node, (!r.clear).then_some(r.share)),
         }
     }
 }
@@ -321,6 +339,9 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
         .map(|j| JobInfo {
             job: j.job,
             user: j.user,
+            account: j.account,
+            qos: j.qos,
+            partition: j.partition,
             nodes: j.nodes,
             launchers: j.launchers,
             pools: j
@@ -369,6 +390,9 @@ impl<H: Hooks> Admin for AdminService<H> {
     }
     async fn pool_rm(&self, r: Request<NameRequest>) -> Result<Response<Empty>, Status> {
         self.checked(r, |r| Change::PoolRm(r.name))
+    }
+    async fn share_set(&self, r: Request<ShareSetRequest>) -> Result<Response<Empty>, Status> {
+        self.checked(r, Change::ShareSet)
     }
     async fn summary(&self, r: Request<NameRequest>) -> Result<Response<JobSummary>, Status> {
         let reader = Reader::of(&r, &self.auth);
@@ -600,6 +624,14 @@ impl Admin for ForwardAdmin {
         )
         .await
     }
+    async fn share_set(&self, r: Request<ShareSetRequest>) -> Result<Response<Empty>, Status> {
+        self.change(
+            r,
+            |r| Change::ShareSet(r.clone()),
+            async |c, r| c.share_set(r).await,
+        )
+        .await
+    }
     async fn summary(&self, r: Request<NameRequest>) -> Result<Response<JobSummary>, Status> {
         // The global answers this local (an administrator to it); who may read which
         // report is decided here, where the caller's uid is known.
@@ -614,7 +646,7 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
+/// `{"jobs":[{"job","user","account","qos","partition","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
 /// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
 /// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
@@ -641,7 +673,8 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                         "stage_layout": n.stage_layout})
                 })
                 .collect();
-            serde_json::json!({"job": j.job, "user": j.user, "nodes": j.nodes,
+            serde_json::json!({"job": j.job, "user": j.user, "account": j.account,
+                "qos": j.qos, "partition": j.partition, "nodes": j.nodes,
                 "launchers": j.launchers, "pools": pools, "segments": segments})
         })
         .collect();
@@ -656,10 +689,20 @@ pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
         .pools
         .iter()
         .map(|p| {
+            let nodes: Vec<serde_json::Value> = p
+                .nodes
+                .iter()
+                .map(|n| {
+                    serde_json::json!({"depth": n.depth, "level": n.level, "name": n.name,
+                        "allocation": n.allocation, "rate": n.rate, "demand": n.demand,
+                        "weight": n.weight})
+                })
+                .collect();
             serde_json::json!({"name": p.name, "match": p.filter, "capacity": p.capacity,
                 "algorithm": p.algorithm, "params": p.params, "estimator": p.estimator,
                 "allocated": p.allocated, "used": p.used, "jobs": p.jobs,
-                "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s})
+                "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s,
+                "tree": p.tree, "nodes": nodes})
         })
         .collect();
     serde_json::json!({ "pools": pools })

@@ -25,7 +25,7 @@ use crate::transport::peer_cred;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AuditLabels {
     /// `pool_set`, `pool_rm`, `rule_start`, `rule_change`, `rule_stop`, `job_set`,
-    /// `reload`, `attach`, `join`, `link`.
+    /// `share_set`, `reload`, `attach`, `join`, `link`.
     pub action: String,
     /// `done`, `refused` (the caller may not), `failed` (the change was wrong or could
     /// not be saved).

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use sluice_core::rule::Rate;
 use sluice_policy::ParamValue;
 use sluice_policy::registry::INTERVAL_S;
+use sluice_policy::tree::Shares;
 
 use crate::cluster::{
     AutoCapacity, Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView,
@@ -30,6 +31,9 @@ pub struct Coordinator {
     settings: Vec<(String, Option<String>)>,
     /// The reports of jobs that ended, and the allocations of those that run.
     reports: Reports,
+    /// The shares last read from Slurm (`slurm_shares = true`); the configuration's
+    /// win over them node by node.
+    slurm_shares: Shares,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -75,6 +79,7 @@ impl Coordinator {
             cluster: Cluster::new(Default::default())?,
             policy_version: 0,
             settings: Vec::new(),
+            slurm_shares: Shares::new(),
         };
         c.install(config)?;
         Ok(c)
@@ -148,6 +153,13 @@ impl Coordinator {
         self.install(next)
     }
 
+    /// Puts the shares read from Slurm in force (under the configuration's own).
+    pub fn set_slurm_shares(&mut self, shares: Shares) {
+        self.slurm_shares = shares;
+        self.cluster
+            .set_shares(merged(&self.slurm_shares, &self.config.shares));
+    }
+
     /// Makes `config` the one in force: pools and settings into the computation.
     fn install(&mut self, config: ControlConfig) -> Result<(), ChangeError> {
         let interval_s = config.interval.as_secs_f64();
@@ -178,10 +190,13 @@ impl Coordinator {
                         step: a.step.per_sec as f64,
                         backoff: a.backoff,
                     }),
+                    tree: p.tree.clone(),
                 }
             })
             .collect();
         self.cluster.set_pools(plans)?;
+        self.cluster
+            .set_shares(merged(&self.slurm_shares, &config.shares));
         self.reports.set_retention(config.report_retention);
         for (job, pool) in std::mem::take(&mut self.settings) {
             self.cluster
@@ -278,6 +293,24 @@ impl Coordinator {
                     estimator: p
                         .estimator_in_force()
                         .map_or_else(String::new, |e| e.name().to_owned()),
+                    tree: p
+                        .tree
+                        .as_ref()
+                        .map_or_else(String::new, ToString::to_string),
+                    nodes: view.map_or_else(Vec::new, |v| {
+                        v.nodes
+                            .iter()
+                            .map(|n| proto::TreeNode {
+                                depth: n.depth,
+                                level: n.level.clone(),
+                                name: n.name.clone(),
+                                allocation: n.allocation,
+                                rate: n.rate,
+                                demand: n.demand,
+                                weight: n.weight,
+                            })
+                            .collect()
+                    }),
                 }
             })
             .collect()
@@ -289,4 +322,14 @@ fn param_text(v: &ParamValue) -> String {
         ParamValue::Number(n) => n.to_string(),
         ParamValue::Bool(b) => b.to_string(),
     }
+}
+
+/// `slurm`'s shares with `config`'s over them, node by node.
+fn merged(slurm: &Shares, config: &Shares) -> Shares {
+    let mut all = slurm.clone();
+    for (level, name, parent, share) in config.iter() {
+        // Both were checked when set: every share is > 0.
+        let _ = all.set(level, name, parent, Some(share));
+    }
+    all
 }

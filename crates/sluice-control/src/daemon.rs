@@ -215,8 +215,14 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     }
     let (config, coordinator) = match o.global {
         None => {
-            let c = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
-            (c.config().clone(), Some(Arc::new(Mutex::new(c))))
+            let c = Arc::new(Mutex::new(coordinator_of(
+                o.config.clone(),
+                &o.state_dir,
+                o.interval,
+            )?));
+            read_slurm_shares(&c).await;
+            let config = c.lock().expect("coordinator").config().clone();
+            (config, Some(c))
         }
         Some(_) => (site, None),
     };
@@ -303,6 +309,36 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     .context("local controller")
 }
 
+/// How long `sacctmgr` may take to list the associations.
+const SACCTMGR_DEADLINE: Duration = Duration::from_secs(10);
+
+/// With `slurm_shares = true`, reads the shares of Slurm's association tree and puts
+/// them in force; on failure the shares in force stay, and the failure is logged.
+pub async fn read_slurm_shares(coordinator: &Arc<Mutex<Coordinator>>) {
+    let wanted = coordinator
+        .lock()
+        .expect("coordinator")
+        .config()
+        .slurm_shares;
+    if !wanted {
+        return;
+    }
+    match crate::slurm_shares::read("sacctmgr", SACCTMGR_DEADLINE).await {
+        Ok(shares) => {
+            let accounts = shares
+                .iter()
+                .filter(|s| s.0 == sluice_policy::tree::Attr::Account)
+                .count();
+            tracing::info!(accounts, "shares read from Slurm's associations");
+            coordinator
+                .lock()
+                .expect("coordinator")
+                .set_slurm_shares(shares);
+        }
+        Err(e) => tracing::warn!("shares from Slurm not read, those in force stay: {e}"),
+    }
+}
+
 /// SIGHUP: the configuration file (`file`) is read again; on error the one in force
 /// stays. Each reload is audited.
 async fn reload_on_hup(
@@ -320,6 +356,7 @@ async fn reload_on_hup(
     };
     while hup.recv().await.is_some() {
         let Some(c) = &coordinator else { continue };
+        read_slurm_shares(c).await;
         let event = Event::new("reload", &who, &what);
         // The coordinator is not held while the policy is applied: the local's cycle
         // takes the two locks in the other order.
@@ -480,6 +517,7 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
     let global = Global::new(coordinator, metrics, Some(HeldFile::new(&o.state_dir)));
+    read_slurm_shares(&global.coordinator).await;
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
         .with_context(|| format!("cannot listen on {}", o.listen))?;

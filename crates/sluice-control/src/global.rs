@@ -520,6 +520,9 @@ impl Global {
             .map(|j| NodeJob {
                 job: j.job,
                 user: j.user,
+                account: j.account,
+                qos: j.qos,
+                partition: j.partition,
                 nodes: j.nodes,
                 launchers: j.launchers,
                 pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),

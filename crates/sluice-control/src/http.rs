@@ -375,6 +375,8 @@ struct PoolBody {
     params: Vec<String>,
     #[serde(default)]
     estimator: String,
+    #[serde(default)]
+    tree: String,
 }
 
 async fn pool_set<H: Hooks>(
@@ -392,6 +394,7 @@ async fn pool_set<H: Hooks>(
             algorithm: b.algorithm,
             params: b.params,
             estimator: b.estimator,
+            tree: b.tree,
         })
     });
     submit(&api, &headers, peer, change)

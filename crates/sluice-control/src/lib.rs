@@ -48,6 +48,7 @@ pub mod metrics;
 pub mod report;
 pub mod segment_file;
 pub mod site;
+pub mod slurm_shares;
 pub mod state_lock;
 pub mod supervise;
 pub mod tls;

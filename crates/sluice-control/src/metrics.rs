@@ -298,6 +298,9 @@ mod tests {
         JobView {
             job: id.to_owned(),
             user: "alice".to_owned(),
+            account: String::new(),
+            qos: String::new(),
+            partition: String::new(),
             nodes: vec!["n0".to_owned()],
             launchers: 1,
             pools: BTreeMap::from([(

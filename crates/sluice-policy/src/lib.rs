@@ -24,6 +24,9 @@
 //!   a controller feeds it there by default: its paper's for a published algorithm.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.
 //! - [`mod@bench`]: the timing behind `sluice bench alloc`.
+//! - [`tree`]: hierarchical fair share, a pool divided down a tree of job attributes
+//!   (account, user, QOS, partition, job) with a share per node, work-conserving at
+//!   every level.
 //!
 //! ## Example
 //!
@@ -70,6 +73,7 @@ mod obs;
 pub mod period;
 pub mod registry;
 mod share;
+pub mod tree;
 
 pub use algo::Allocator;
 pub use error::{PolicyError, Problem};

@@ -267,6 +267,11 @@ unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> 
         mounts: site.mounts.clone(),
         fs_types: site.fs_types.clone(),
         uid,
+        // slurmstepd has the job's environment, where Slurm put these.
+        // SAFETY: the caller's contract.
+        account: unsafe { getenv(sp, c"SLURM_JOB_ACCOUNT") }.unwrap_or_default(),
+        qos: unsafe { getenv(sp, c"SLURM_JOB_QOS") }.unwrap_or_default(),
+        partition: unsafe { getenv(sp, c"SLURM_JOB_PARTITION") }.unwrap_or_default(),
     };
     let held = match attach(&site.socket, request, site.deadline) {
         Ok(Attach::Attached(a)) => Held::Attached(a),

@@ -735,7 +735,7 @@ pub(crate) fn node_job(job: &str, demand: f64) -> NodeJob {
         nodes: 1,
         launchers: 1,
         pools: BTreeMap::from([(POOL.to_owned(), obs)]),
-        segment: None,
+        ..NodeJob::default()
     }
 }
 

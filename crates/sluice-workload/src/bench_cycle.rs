@@ -8,6 +8,9 @@
 //! as on a busy cluster: the cycle then cannot reuse its grouping of placements by job
 //! (the cluster's *layout* moved) and pays for it.
 //!
+//! With a tree, the pool is divided down it (`drf` at every level) and each job is
+//! charged to one of 200 users in 20 accounts.
+//!
 //! The caches are warm here. Inside a running `sluice global` the network buffers of
 //! its connections push the placements out of the caches between two cycles, and the
 //! same computation takes two to three times as long (docs/performance.md).
@@ -15,8 +18,9 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sluice_control::cluster::{Cluster, PoolPlan, Tuning};
+use sluice_control::cluster::{Cluster, NodeJob, PoolPlan, Tuning};
 use sluice_policy::Params;
+use sluice_policy::tree::TreeShape;
 
 use crate::bench_control::{JOBS, POOL, ROTATION, SimNode, WARMUP, capacity, node_job, rank};
 
@@ -24,7 +28,7 @@ use crate::bench_control::{JOBS, POOL, ROTATION, SimNode, WARMUP, capacity, node
 const INTERVAL_S: f64 = 1.0;
 
 /// What `sluice bench cycle` runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CycleBenchOptions {
     /// Nodes, 3 jobs each.
     pub locals: usize,
@@ -32,6 +36,26 @@ pub struct CycleBenchOptions {
     pub cycles: u64,
     /// Whether a job ends and another starts every cycle.
     pub churn: bool,
+    /// The pool's division: flat `psfa` (`None`), or down a tree of this shape (e.g.
+    /// `account,user,job`), the jobs in [`ACCOUNTS`] accounts of [`USERS`] users.
+    pub tree: Option<TreeShape>,
+}
+
+/// Accounts the jobs of a tree bench are charged to.
+pub const ACCOUNTS: usize = 20;
+
+/// Users the jobs of a tree bench belong to, each of one account.
+pub const USERS: usize = 200;
+
+/// Job `id`'s account and user in a tree bench: spread by a hash of its id, so that a
+/// node's jobs are of different users.
+fn charge(job: &mut NodeJob) {
+    let hash = job.job.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let user = (hash % USERS as u64) as usize;
+    job.user = format!("user{user}");
+    job.account = format!("acct{}", user % ACCOUNTS);
 }
 
 /// What it measured.
@@ -52,11 +76,12 @@ pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
         .set_pools(vec![PoolPlan {
             name: POOL.to_owned(),
             capacity: capacity(o.locals),
-            algorithm: "psfa".to_owned(),
+            algorithm: if o.tree.is_some() { "drf" } else { "psfa" }.to_owned(),
             params: Params::new(),
             min_share: 0.0,
             estimator: None,
             auto: None,
+            tree: o.tree.clone(),
         }])
         .context("the bench's pool")?;
     let groups = ROTATION.min(o.locals);
@@ -65,12 +90,18 @@ pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
     for cycle in 1..=WARMUP + o.cycles {
         let full = cycle == 1;
         for node in &mut nodes {
-            let jobs = node.changed(cycle, full);
+            let mut jobs = node.changed(cycle, full);
+            if o.tree.is_some() {
+                jobs.iter_mut().for_each(charge);
+            }
             cluster.report(&node.name, cycle, full, jobs, Vec::new());
         }
         if o.churn && cycle > 1 {
             let node = &nodes[(cycle as usize * 7) % o.locals].name;
-            let started = node_job(&format!("churn-{cycle:08}"), 100.0);
+            let mut started = node_job(&format!("churn-{cycle:08}"), 100.0);
+            if o.tree.is_some() {
+                charge(&mut started);
+            }
             let ended = format!("churn-{:08}", cycle - 1);
             cluster.report(node, cycle, false, vec![started], vec![ended]);
         }
@@ -99,14 +130,17 @@ mod tests {
     #[test]
     fn a_cycle_is_measured_with_and_without_churn() {
         for churn in [false, true] {
-            let o = CycleBenchOptions {
-                locals: 20,
-                cycles: 5,
-                churn,
-            };
-            let b = run(&o).expect("runs");
-            assert_eq!(b.jobs, 60 + usize::from(churn));
-            assert!(b.median_us > 0.0 && b.p99_us >= b.median_us, "{b:?}");
+            for tree in [None, Some("account,user,job".parse().expect("valid"))] {
+                let o = CycleBenchOptions {
+                    locals: 20,
+                    cycles: 5,
+                    churn,
+                    tree,
+                };
+                let b = run(&o).expect("runs");
+                assert_eq!(b.jobs, 60 + usize::from(churn));
+                assert!(b.median_us > 0.0 && b.p99_us >= b.median_us, "{b:?}");
+            }
         }
     }
 }

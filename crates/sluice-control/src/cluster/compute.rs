@@ -11,11 +11,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sluice_core::segment::Latency;
+use sluice_policy::tree::{Attr, JobAttrs, Shares};
 use sluice_policy::{Estimator, JobField, Observation, Round};
 
 use super::registry::effective;
 use super::{
     ChannelObs, Cluster, ClusterError, Grouping, NodeRates, Placement, Pool, Settings, ShareView,
+    TreeNodeView,
 };
 
 /// One placement (a job on a node) of this cycle, in the order of the nodes, then of
@@ -46,6 +48,7 @@ struct Context<'a> {
     /// The cluster's layout.
     layout: u64,
     settings: &'a BTreeMap<String, Settings>,
+    shares: &'a Shares,
     node_floor: f64,
     interval_s: f64,
 }
@@ -95,6 +98,7 @@ impl<'a> Context<'a> {
             jobs,
             layout: cluster.layout,
             settings: &cluster.settings,
+            shares: &cluster.shares,
             node_floor: cluster.tuning.node_floor,
             interval_s,
         }
@@ -121,16 +125,25 @@ impl<'a> Context<'a> {
         if !known {
             forget_gone(pool, &self.jobs);
         }
-        let spec = sluice_policy::registry::find(&pool.plan.algorithm).ok();
+        // A tree reads no algorithm: its load is `arrivals`, wait-inflated by default.
+        let spec = sluice_policy::registry::find(&pool.plan.algorithm)
+            .ok()
+            .filter(|_| pool.plan.tree.is_none());
         // Under an algorithm that guarantees limits, a job nobody gave one reserves
         // nothing; elsewhere its demand stands in for PSFA's and PSharing's demandᵢ.
         let guarantees = spec.is_some_and(|spec| spec.limit_is_guarantee);
         // The field the algorithm reads a job's load in, and the figure put there (the
         // plan was checked when set: an estimator only where there is a load).
-        let load = spec.and_then(|spec| {
-            let field = spec.load?.field;
-            Some((field, spec.estimator(pool.plan.estimator).ok()??))
-        });
+        let load = match &pool.plan.tree {
+            Some(_) => Some((
+                JobField::Arrivals,
+                pool.plan.estimator.unwrap_or(Estimator::WaitInflated),
+            )),
+            None => spec.and_then(|spec| {
+                let field = spec.load?.field;
+                Some((field, spec.estimator(pool.plan.estimator).ok()??))
+            }),
+        };
         pool.shares.truncate(self.jobs.len());
         let mut held_total = 0.0;
         // By observation: the job it is of, and what its disconnected nodes hold.
@@ -206,7 +219,14 @@ impl<'a> Context<'a> {
                 .collect();
             divide_fixed(pool, &member_held, &floors, held_total, self.interval_s)?
         } else {
-            divide(pool, held_total, self.interval_s)?
+            let attrs: Vec<&JobAttrs> = match pool.plan.tree {
+                Some(_) => members
+                    .iter()
+                    .map(|&j| &self.entries[self.order[self.jobs[j].start]].placement.attrs)
+                    .collect(),
+                None => Vec::new(),
+            };
+            divide(pool, held_total, self.interval_s, self.shares, &attrs)?
         };
         for (&j, allocation) in members.iter().zip(allocations) {
             pool.shares[j].1.allocation += allocation;
@@ -504,10 +524,18 @@ fn demand(obs: &ChannelObs) -> f64 {
     obs.demand.max(obs.arrivals)
 }
 
-/// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round: see the
+/// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round (or the tree's
+/// division, by `attrs`, one per job, and `shares`, for a pool with a tree): see the
 /// module's docs.
-fn divide(pool: &mut Pool, held: f64, interval_s: f64) -> Result<Vec<f64>, ClusterError> {
+fn divide(
+    pool: &mut Pool,
+    held: f64,
+    interval_s: f64,
+    shares: &Shares,
+    attrs: &[&JobAttrs],
+) -> Result<Vec<f64>, ClusterError> {
     let jobs = &pool.observations;
+    pool.tree.clear();
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -523,7 +551,33 @@ fn divide(pool: &mut Pool, held: f64, interval_s: f64) -> Result<Vec<f64>, Clust
             pool: plan.name.clone(),
             source,
         })?;
-        pool.allocator.allocate(&round)
+        match &plan.tree {
+            Some(shape) => {
+                let division = shape.divide(shares, &round, attrs);
+                pool.tree = division
+                    .nodes
+                    .iter()
+                    .map(|node| {
+                        let level = shape.levels()[node.depth].attr;
+                        let name = match level {
+                            Attr::Job => jobs[node.job].id.clone(),
+                            attr => attrs[node.job].get(attr).to_owned(),
+                        };
+                        TreeNodeView {
+                            depth: node.depth as u32,
+                            level: level.name().to_owned(),
+                            name,
+                            allocation: node.allocation,
+                            rate: node.usage,
+                            demand: node.demand,
+                            weight: node.weight,
+                        }
+                    })
+                    .collect();
+                division.rates
+            }
+            None => pool.allocator.allocate(&round),
+        }
     } else {
         vec![0.0; jobs.len()]
     };

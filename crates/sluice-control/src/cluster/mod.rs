@@ -48,6 +48,15 @@
 //! by default the figure the algorithm's paper measures (psfa: usage, adaptbf:
 //! arrivals), else wait-inflated.
 //!
+//! ## Trees
+//!
+//! A pool with a tree ([`PoolPlan::tree`]) is divided by [`sluice_policy::tree`]
+//! instead of its algorithm: the same round (`C − H − F`, the floor added after), each
+//! job's load in `arrivals` (the pool's estimator, wait-inflated by default), its
+//! weight and node count as above, and its account, user, QOS and partition as its
+//! launchers gave them on the first of its nodes (by name). The shares of the tree's
+//! nodes are the cluster's ([`Cluster::set_shares`]), one set for every pool.
+//!
 //! ## Fixed rates
 //!
 //! `static`, `uniform` and `priority` hold each job to a rate of its own, whatever the
@@ -110,6 +119,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_core::segment::Latency;
+use sluice_policy::tree::{JobAttrs, Shares, TreeShape};
 use sluice_policy::{Allocator, Estimator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
@@ -117,7 +127,7 @@ pub use auto::{AutoCapacity, AutoState};
 pub use held::Held;
 pub use history::{History, Series};
 use pool_map::PoolMap;
-pub use view::{JobView, NodeView, PoolView, ShareView};
+pub use view::{JobView, NodeView, PoolView, ShareView, TreeNodeView};
 
 /// A pool to divide among the jobs that use it.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +150,9 @@ pub struct PoolPlan {
     /// When set, `capacity` is ignored: the capacity is found from the latency of the
     /// pool's calls (module `auto`), starting from `auto.start`.
     pub auto: Option<AutoCapacity>,
+    /// When set, the pool is divided down this tree of job attributes (see "Trees"
+    /// in the module's docs) with the cluster's shares, and `algorithm` is not run.
+    pub tree: Option<TreeShape>,
 }
 
 /// What one job saw on one node for one pool over the last interval, per second.
@@ -225,6 +238,15 @@ pub struct NodeJob {
     pub job: String,
     /// The job's user.
     pub user: String,
+    /// The job's account, QOS and partition as it attached (empty when unknown).
+    #[serde(default)]
+    pub account: String,
+    /// See `account`.
+    #[serde(default)]
+    pub qos: String,
+    /// See `account`.
+    #[serde(default)]
+    pub partition: String,
     /// Nodes the job holds, as its launchers said; 0 when unknown.
     pub nodes: u32,
     /// Launchers attached on this node.
@@ -417,6 +439,8 @@ pub struct Cluster {
     grouping: Grouping,
     /// The last hour of figures, for views.
     history: History,
+    /// The shares of the nodes of pools' trees.
+    shares: Shares,
 }
 
 /// The placements of a cycle grouped by job (see `compute`), kept while the layout holds.
@@ -449,6 +473,8 @@ struct Pool {
     /// The cluster's layout at the last compute (`None` before it): while it holds,
     /// `shares` and `observations` are of the same jobs in the same order.
     layout: Option<u64>,
+    /// A pool with a tree: its nodes as of the last compute, depth first.
+    tree: Vec<TreeNodeView>,
 }
 
 impl Pool {
@@ -474,7 +500,8 @@ struct Node {
 /// One job on one node.
 #[derive(Default)]
 struct Placement {
-    user: String,
+    /// The job's user, account, QOS and partition, which a pool's tree groups it by.
+    attrs: JobAttrs,
     nodes: u32,
     launchers: u32,
     segment: Option<SegmentNote>,

@@ -9,6 +9,8 @@ use sluice_core::segment::Latency;
 use sluice_policy::registry;
 use sluice_policy::{Allocator, Problem};
 
+use sluice_policy::tree::{JobAttrs, Shares};
+
 use super::{
     AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Placement, Pool,
     PoolPlan, Settings, Tuning, renumber,
@@ -56,7 +58,9 @@ impl Cluster {
             }
             match self.pools.get(&name) {
                 Some(pool)
-                    if pool.plan.algorithm == plan.algorithm && pool.plan.params == plan.params =>
+                    if pool.plan.algorithm == plan.algorithm
+                        && pool.plan.params == plan.params
+                        && pool.plan.tree == plan.tree =>
                 {
                     kept.insert(name, plan);
                 }
@@ -84,6 +88,16 @@ impl Cluster {
         }
         self.pools = next;
         Ok(())
+    }
+
+    /// Replaces the shares of the nodes of every pool's tree; the next compute uses them.
+    pub fn set_shares(&mut self, shares: Shares) {
+        self.shares = shares;
+    }
+
+    /// The shares in force.
+    pub fn shares(&self) -> &Shares {
+        &self.shares
     }
 
     /// Sets `job`'s setting for `pool`, or for every pool with `None`; an empty setting
@@ -167,7 +181,12 @@ impl Cluster {
                     new.insert(Placement::default())
                 }
             };
-            placement.user = report.user;
+            placement.attrs = JobAttrs {
+                account: report.account,
+                user: report.user,
+                qos: report.qos,
+                partition: report.partition,
+            };
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
             placement.segment = report.segment;
@@ -266,6 +285,7 @@ impl Pool {
             held: 0.0,
             auto: plan.auto.as_ref().map(AutoState::new),
             layout: None,
+            tree: Vec::new(),
             plan,
         }
     }

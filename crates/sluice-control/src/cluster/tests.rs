@@ -21,6 +21,7 @@ fn plan(name: &str, algorithm: &str, min_share: f64) -> PoolPlan {
         min_share,
         estimator: None,
         auto: None,
+        tree: None,
     }
 }
 
@@ -314,6 +315,7 @@ fn an_automatic_pool_follows_the_latency_its_nodes_report() {
     };
     let mut c = cluster(vec![PoolPlan {
         auto: Some(auto),
+        tree: None,
         ..plan("md", "psfa", 0.0)
     }]);
     let latency = |ns: u64| {

@@ -34,6 +34,12 @@ pub struct JobView {
     pub job: String,
     /// Its user, as the first of its nodes (by name) that knows it says.
     pub user: String,
+    /// Its account, QOS and partition, as the first of its nodes says (empty: unknown).
+    pub account: String,
+    /// See `account`.
+    pub qos: String,
+    /// See `account`.
+    pub partition: String,
     /// The nodes it is placed on, connected or not, by name.
     pub nodes: Vec<String>,
     /// Launchers attached, over all its nodes.
@@ -66,6 +72,30 @@ pub struct PoolView {
     pub latency_p99_s: Option<f64>,
     /// An automatic pool: the p99 it keeps (seconds).
     pub target_p99_s: Option<f64>,
+    /// A pool with a tree: its shape (`account:share,user:share,job:nodes`).
+    pub tree: Option<String>,
+    /// A pool with a tree: its nodes as of the last compute, depth first.
+    pub nodes: Vec<TreeNodeView>,
+}
+
+/// One node of a pool's tree, as of the last compute: the tree's division of what the
+/// held rates and the floor leave (`C − H − F`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeNodeView {
+    /// Its level (0 at the top).
+    pub depth: u32,
+    /// Its level's attribute (`account`, `user`, `qos`, `partition`, `job`).
+    pub level: String,
+    /// Its name: the attribute's value, or the job's id at the job level.
+    pub name: String,
+    /// What the tree gave its subtree.
+    pub allocation: f64,
+    /// Σ admitted of its jobs (their connected nodes).
+    pub rate: f64,
+    /// Σ demand of its jobs, as the tree read it (their load).
+    pub demand: f64,
+    /// The weight its level gave it among its siblings (share, 1, or node count).
+    pub weight: f64,
 }
 
 /// One node.
@@ -90,13 +120,16 @@ impl Cluster {
                 let view = jobs.entry(job).or_insert_with(|| JobView {
                     job: job.clone(),
                     user: String::new(),
+                    account: placement.attrs.account.clone(),
+                    qos: placement.attrs.qos.clone(),
+                    partition: placement.attrs.partition.clone(),
                     nodes: Vec::new(),
                     launchers: 0,
                     pools: self.shares_of(job),
                     segments: BTreeMap::new(),
                 });
                 if view.user.is_empty() {
-                    view.user.clone_from(&placement.user);
+                    view.user.clone_from(&placement.attrs.user);
                 }
                 view.nodes.push(node.clone());
                 view.launchers = view.launchers.saturating_add(placement.launchers);
@@ -122,6 +155,8 @@ impl Cluster {
                 used: sum(pool.shares.iter().map(|(_, s)| s.rate)),
                 held: pool.held,
                 jobs: pool.active,
+                tree: pool.plan.tree.as_ref().map(ToString::to_string),
+                nodes: pool.tree.clone(),
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use std::fmt;
 
 use sluice_core::rule::{Rule, parse_rule};
 use sluice_policy::ParamValue;
+use sluice_policy::tree::{Attr, TreeError};
 
 use super::ControlConfig;
 use super::job::{JobSpec, parse_limit};
@@ -62,6 +63,26 @@ impl ControlConfig {
         params: &[impl AsRef<str>],
         estimator: Option<&str>,
     ) -> Result<(), AdminError> {
+        self.pool_set_tree(name, filter, capacity, algorithm, params, estimator, None)
+    }
+
+    /// [`ControlConfig::pool_set`] with a tree (`account,user,job`): the pool is then
+    /// divided down it, and `algorithm` must be `drf` (empty: `drf`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn pool_set_tree(
+        &mut self,
+        name: &str,
+        filter: &str,
+        capacity: &str,
+        algorithm: &str,
+        params: &[impl AsRef<str>],
+        estimator: Option<&str>,
+        tree: Option<&str>,
+    ) -> Result<(), AdminError> {
+        let algorithm = match (algorithm, tree) {
+            ("", Some(_)) => PoolSpec::TREE_ALGORITHM,
+            (given, _) => given,
+        };
         let item = format!("pool {name:?}");
         let invalid = |e: FieldError| AdminError::invalid(&item, e);
         let params = parse_params(params).map_err(invalid)?;
@@ -69,7 +90,7 @@ impl ControlConfig {
             .pool(name)
             .map_or(PoolSpec::DEFAULT_MIN_SHARE, |pool| pool.min_share);
         let spec = PoolSpec::check(
-            name, filter, capacity, algorithm, params, min_share, estimator,
+            name, filter, capacity, algorithm, params, min_share, estimator, tree,
         )
         .map_err(invalid)?;
         let mut pools = self.pools.clone();
@@ -205,11 +226,45 @@ impl ControlConfig {
         }
     }
 
+    /// Sets the share of a node of pools' trees: `LEVEL=NAME` (`account=physics`) or
+    /// `LEVEL=PARENT/NAME` (`user=physics/alice`: alice under physics only); `None`
+    /// removes it (the node then weighs 1, or what Slurm says).
+    pub fn share_set(&mut self, node: &str, share: Option<f64>) -> Result<(), AdminError> {
+        let item = format!("share {node:?}");
+        let (level, name, parent) =
+            parse_share_node(node).map_err(|e| AdminError::invalid(&item, e))?;
+        let mut shares = self.shares.clone();
+        shares
+            .set(level, name, parent, share)
+            .map_err(|e| AdminError::invalid(&item, e))?;
+        self.shares = shares;
+        Ok(())
+    }
+
     fn rule_index(&self, name: &str) -> Option<usize> {
         self.rules
             .iter()
             .position(|rule| rule.name.as_deref() == Some(name))
     }
+}
+
+/// `LEVEL=NAME` or `LEVEL=PARENT/NAME` → (level, name, parent).
+pub fn parse_share_node(node: &str) -> Result<(Attr, &str, Option<&str>), String> {
+    let (level, path) = node
+        .split_once('=')
+        .ok_or("expected LEVEL=NAME or LEVEL=PARENT/NAME (account=physics)")?;
+    let level: Attr = level.parse().map_err(|e: TreeError| e.to_string())?;
+    if level == Attr::Job {
+        return Err("a job's share is its weight: sluice job set JOB --weight W".to_owned());
+    }
+    let (parent, name) = match path.split_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, path),
+    };
+    if name.is_empty() || parent == Some("") {
+        return Err(format!("{path:?}: expected NAME or PARENT/NAME"));
+    }
+    Ok((level, name, parent))
 }
 
 /// `job "4242"`, or `job "4242" in pool "scratch-md"`.

@@ -20,6 +20,8 @@ struct RawConfig {
     interval: Option<Spanned<String>>,
     stale_after: Option<Spanned<String>>,
     report_retention: Option<Spanned<String>>,
+    #[serde(default)]
+    slurm_shares: bool,
     admin: Option<Spanned<AdminConfig>>,
     #[serde(default)]
     pool: Vec<Spanned<RawPool>>,
@@ -27,6 +29,8 @@ struct RawConfig {
     rule: Vec<Spanned<RawRule>>,
     #[serde(default)]
     job: Vec<Spanned<RawJob>>,
+    /// `[shares.LEVEL]`: `NAME = SHARE` or `"PARENT/NAME" = SHARE`.
+    shares: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
 }
 
 #[derive(Deserialize)]
@@ -36,11 +40,13 @@ struct RawPool {
     #[serde(rename = "match")]
     filter: Option<Spanned<String>>,
     capacity: Spanned<String>,
-    algorithm: Spanned<String>,
+    /// Required unless a tree is given.
+    algorithm: Option<Spanned<String>>,
     params: Option<Spanned<BTreeMap<String, toml::Value>>>,
     min_share: Option<Spanned<f64>>,
     estimator: Option<Spanned<String>>,
     auto: Option<Spanned<RawAuto>>,
+    tree: Option<Spanned<String>>,
 }
 
 /// `auto = { … }` of a pool whose capacity is "auto".
@@ -110,6 +116,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError
         config.report_retention = parse_retention(keep.get_ref())
             .map_err(|e| invalid(keep.span().start, "report_retention", FieldError::whole(e)))?;
     }
+    config.slurm_shares = raw.slurm_shares;
     if let Some(admin) = raw.admin {
         check_admin(admin.get_ref()).map_err(|e| invalid(admin.span().start, "admin", e))?;
         config.admin = admin.into_inner();
@@ -151,6 +158,31 @@ pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError
             return Err(invalid(at(&e), &item, e));
         }
         config.jobs.push(spec);
+    }
+    if let Some(shares) = &raw.shares {
+        // The table's own line: where `[shares` first appears.
+        let at = text.find("[shares").unwrap_or(0);
+        let fail = |e: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            line: line_and_column(text, at).0,
+            problem: format!("shares: {e}"),
+        };
+        for (level, names) in shares {
+            for (node, value) in names {
+                let share = match value {
+                    toml::Value::Integer(n) => *n as f64,
+                    toml::Value::Float(x) => *x,
+                    other => {
+                        return Err(fail(format!(
+                            "{level}.{node} = {other}: expected a number > 0"
+                        )));
+                    }
+                };
+                config
+                    .share_set(&format!("{level}={node}"), Some(share))
+                    .map_err(|e| fail(e.message))?;
+            }
+        }
     }
     Ok(config)
 }
@@ -202,16 +234,27 @@ impl RawPool {
             }
             (capacity, None) => capacity,
         };
+        let tree = self.tree.as_ref().map(|t| t.get_ref().as_str());
+        let algorithm = match (&self.algorithm, tree) {
+            (Some(given), _) => given.get_ref().as_str(),
+            (None, Some(_)) => PoolSpec::TREE_ALGORITHM,
+            (None, None) => {
+                return Err(FieldError::whole(
+                    "missing field `algorithm` (or a tree = \"account,user,job\")",
+                ));
+            }
+        };
         let mut spec = PoolSpec::check(
             self.name.get_ref(),
             self.filter.as_ref().map_or("", |filter| filter.get_ref()),
             capacity,
-            self.algorithm.get_ref(),
+            algorithm,
             params,
             self.min_share
                 .as_ref()
                 .map_or(PoolSpec::DEFAULT_MIN_SHARE, |share| *share.get_ref()),
             self.estimator.as_ref().map(|e| e.get_ref().as_str()),
+            tree,
         )?;
         if let Some(a) = auto {
             spec.auto = Some(AutoSpec::check(
@@ -234,7 +277,8 @@ impl RawPool {
             "name" => Some(self.name.span()),
             "match" => self.filter.as_ref().map(Spanned::span),
             "capacity" => Some(self.capacity.span()),
-            "algorithm" => Some(self.algorithm.span()),
+            "algorithm" => self.algorithm.as_ref().map(Spanned::span),
+            "tree" => self.tree.as_ref().map(Spanned::span),
             "params" => self.params.as_ref().map(Spanned::span),
             "min_share" => self.min_share.as_ref().map(Spanned::span),
             "estimator" => self.estimator.as_ref().map(Spanned::span),
@@ -418,6 +462,9 @@ pub(super) fn render(config: &ControlConfig) -> String {
             quote(&format_retention(config.report_retention))
         );
     }
+    if config.slurm_shares {
+        let _ = writeln!(out, "slurm_shares = true");
+    }
     let admin = &config.admin;
     let paths = [
         ("token_file", &admin.token_file),
@@ -470,6 +517,9 @@ pub(super) fn render(config: &ControlConfig) -> String {
             }
         }
         let _ = writeln!(out, "algorithm = {}", quote(&pool.algorithm));
+        if let Some(tree) = &pool.tree {
+            let _ = writeln!(out, "tree = {}", quote(&tree.to_string()));
+        }
         if !pool.params.is_empty() {
             // Parameter names are the algorithm's own, bare TOML keys all.
             let params: Vec<String> = pool
@@ -505,6 +555,18 @@ pub(super) fn render(config: &ControlConfig) -> String {
         if let Some(period) = job.period {
             let _ = writeln!(out, "period = {}", quote(&format_duration(period)));
         }
+    }
+    let mut level = None;
+    for (attr, name, parent, share) in config.shares.iter() {
+        if level != Some(attr) {
+            let _ = writeln!(out, "\n[shares.{attr}]");
+            level = Some(attr);
+        }
+        let key = match parent {
+            Some(parent) => format!("{parent}/{name}"),
+            None => name.to_owned(),
+        };
+        let _ = writeln!(out, "{} = {}", quote(&key), float(share));
     }
     out
 }

@@ -7,6 +7,7 @@
 //! interval = "1s"                      # 10ms to 1h; default 1s
 //! stale_after = "5m"                   # a silent node's shares stay counted; 1s to 24h
 //! report_retention = "7d"              # job reports kept this long; 1s to 3650d
+//! slurm_shares = true                  # trees' shares from sacctmgr, at start and on SIGHUP
 //!
 //! [admin]
 //! group = "sluiceadm"                  # members (and root) may change things on the UNIX socket
@@ -33,6 +34,17 @@
 //! pool = "scratch-md"                       # absent: every pool counting the limit's unit
 //! limit = "5k/s"
 //! weight = 2.0
+//!
+//! [[pool]]                                  # hierarchical fair share
+//! name = "scratch-bw"
+//! capacity = "20GiB/s"
+//! tree = "account,user,job"                 # or "account:share,user:equal,job:nodes"
+//!
+//! [shares.account]                          # share of each node of a tree; default 1
+//! physics = 7
+//! chemistry = 3
+//! [shares.user]
+//! "physics/alice" = 2                       # alice under physics only; "alice" anywhere
 //! ```
 //!
 //! A [`ControlConfig`] is always valid: [`ControlConfig::parse`] checks everything and
@@ -56,8 +68,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use sluice_core::rule::{Rate, Rule};
+use sluice_policy::tree::Shares;
 
-pub use admin::{AdminError, AdminErrorKind};
+pub use admin::{AdminError, AdminErrorKind, parse_share_node};
 pub use duration::{
     DurationError, MAX_INTERVAL, MIN_INTERVAL, format_duration, parse_duration, parse_millis,
 };
@@ -87,6 +100,12 @@ pub struct ControlConfig {
     pub rules: Vec<Rule>,
     /// Per-job limits and weights; at most one entry per job and pool.
     pub jobs: Vec<JobSpec>,
+    /// The shares of the nodes of pools' trees (`[shares.account]`, …), as the
+    /// administrator set them; they win over shares read from Slurm.
+    pub shares: Shares,
+    /// `slurm_shares = true`: read the accounts' and users' shares from Slurm's
+    /// association tree (`sacctmgr`) at start and on SIGHUP.
+    pub slurm_shares: bool,
 }
 
 /// How long a silent node's shares stay counted unless the configuration says otherwise:
@@ -115,6 +134,8 @@ impl Default for ControlConfig {
             pools: Vec::new(),
             rules: Vec::new(),
             jobs: Vec::new(),
+            shares: Shares::new(),
+            slurm_shares: false,
         }
     }
 }

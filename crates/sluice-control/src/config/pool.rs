@@ -7,6 +7,7 @@ use std::fmt;
 use sluice_core::op::Op;
 use sluice_core::rule::{ParseError, Rate, Rule, Unit, parse_conditions, parse_rule};
 use sluice_policy::registry::{self, INTERVAL_S};
+use sluice_policy::tree::TreeShape;
 use sluice_policy::{Estimator, ParamValue, Params};
 
 /// A pool: a shared resource (a file system's metadata rate, its bandwidth, one
@@ -34,6 +35,10 @@ pub struct PoolSpec {
     pub estimator: Option<Estimator>,
     /// `capacity = "auto"`: the capacity is found from the latency of the pool's calls.
     pub auto: Option<AutoSpec>,
+    /// `tree = "account,user,job"`: the pool is divided down this tree of job attributes,
+    /// weighted max-min at every level; its algorithm is then `drf` (the same division
+    /// with a single level).
+    pub tree: Option<TreeShape>,
 }
 
 /// How an automatic pool (`capacity = "auto"`) finds its capacity: see
@@ -200,7 +205,12 @@ impl PoolSpec {
     /// algorithm does.
     pub const MAX_MIN_SHARE: f64 = 0.5;
 
+    /// The algorithm of a pool with a tree: the tree water-fills by weight at every
+    /// level, which is `drf` on one resource.
+    pub const TREE_ALGORITHM: &'static str = "drf";
+
     /// Checks every field, in the order a file writes them, and builds the pool.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn check(
         name: &str,
         filter: &str,
@@ -209,6 +219,7 @@ impl PoolSpec {
         params: BTreeMap<String, ParamValue>,
         min_share: f64,
         estimator: Option<&str>,
+        tree: Option<&str>,
     ) -> Result<PoolSpec, FieldError> {
         let valid_name = (1..=64).contains(&name.len())
             && name
@@ -259,7 +270,20 @@ impl PoolSpec {
             min_share,
             estimator: None,
             auto: None,
+            tree: None,
         };
+        if let Some(text) = tree {
+            if algorithm != Self::TREE_ALGORITHM {
+                return Err(FieldError::new(
+                    "algorithm",
+                    format_args!(
+                        "{algorithm:?} with a tree: a tree divides by weight up to demand at                          every level, so its algorithm is {:?} (or leave it out)",
+                        Self::TREE_ALGORITHM
+                    ),
+                ));
+            }
+            pool.tree = Some(text.parse().map_err(|e| FieldError::named("tree", e))?);
+        }
         spec.build(&pool.policy_params())
             .map_err(|e| FieldError::named("params", e))?;
         if let Some(text) = estimator {

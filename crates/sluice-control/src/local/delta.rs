@@ -45,6 +45,9 @@ impl Deltas {
 /// Whether `now` says nothing the global would act on beyond what `sent` said.
 fn holds(sent: &NodeJob, now: &NodeJob) -> bool {
     sent.user == now.user
+        && sent.account == now.account
+        && sent.qos == now.qos
+        && sent.partition == now.partition
         && sent.nodes == now.nodes
         && sent.launchers == now.launchers
         && sent.segment == now.segment
@@ -85,7 +88,7 @@ mod tests {
             nodes: 1,
             launchers,
             pools: BTreeMap::from([("md".to_owned(), obs)]),
-            segment: None,
+            ..NodeJob::default()
         }
     }
 

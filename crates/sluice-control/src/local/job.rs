@@ -35,6 +35,16 @@ pub struct JobRecord {
     pub gid: u32,
     /// Its user's login name.
     pub user: String,
+    /// Its account, QOS and partition as its first launcher gave them (empty when
+    /// unknown; absent in a record written before they were kept).
+    #[serde(default)]
+    pub account: String,
+    /// See `account`.
+    #[serde(default)]
+    pub qos: String,
+    /// See `account`.
+    #[serde(default)]
+    pub partition: String,
     /// Nodes it holds, as its launchers said (0 unknown).
     pub nodes: u32,
     /// The segment's path.

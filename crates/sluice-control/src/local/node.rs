@@ -94,7 +94,9 @@ impl Node for NodeService {
         } else {
             crate::identity::primary_gid(uid).unwrap_or(uid)
         };
-        if req.user.is_empty() {
+        // A tree's user level shares by this name: only root (the Slurm plugin, a
+        // prolog) may say it; anyone else's job is its uid's.
+        if req.user.is_empty() || peer.uid != 0 {
             req.user = crate::identity::user_name(uid).unwrap_or_else(|| uid.to_string());
         }
         let (job, path) = self

@@ -448,3 +448,31 @@ fn report_retention_reads_days_and_is_checked() {
         assert_eq!(e, error);
     }
 }
+
+#[test]
+fn a_tree_pool_and_its_shares_are_read_and_written_back() {
+    let text = "slurm_shares = true\n\n[[pool]]\nname = \"bw\"\ncapacity = \"1GiB/s\"\n\
+        tree = \"account,user:equal,job\"\n\n[shares.account]\nphysics = 7\nchem = 3.5\n\n\
+        [shares.user]\n\"physics/alice\" = 2\n";
+    let config = ControlConfig::parse(text).unwrap();
+    let pool = config.pool("bw").unwrap();
+    assert_eq!(pool.algorithm, "drf");
+    assert_eq!(
+        pool.tree.as_ref().map(ToString::to_string).as_deref(),
+        Some("account:share,user:equal,job:nodes")
+    );
+    assert!(config.slurm_shares);
+    use sluice_policy::tree::Attr;
+    assert_eq!(config.shares.get(Attr::Account, "physics", ""), 7.0);
+    assert_eq!(config.shares.get(Attr::User, "alice", "physics"), 2.0);
+    assert_eq!(config.shares.get(Attr::User, "alice", "chem"), 1.0);
+    assert_eq!(ControlConfig::parse(&config.to_toml()).unwrap(), config);
+    let bad = ControlConfig::parse("[shares.account]\nphysics = 0\n").unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        "config:1: shares: share \"account=physics\": shares.account.physics: must be a finite number > 0"
+    );
+    let psfa_tree =
+        "[[pool]]\nname = \"bw\"\ncapacity = \"1GiB/s\"\nalgorithm = \"psfa\"\ntree = \"job\"\n";
+    assert!(ControlConfig::parse(psfa_tree).is_err());
+}
