@@ -17,6 +17,7 @@ use crate::cluster::{
 use crate::config::{AdminError, AdminErrorKind, ConfigStore, ControlConfig, Reloaded};
 use crate::proto;
 use crate::report::Reports;
+use crate::source::{Poller, SourceSpec};
 
 /// The configuration and the computation it drives.
 pub struct Coordinator {
@@ -30,6 +31,9 @@ pub struct Coordinator {
     settings: Vec<(String, Option<String>)>,
     /// The reports of jobs that ended, and the allocations of those that run.
     reports: Reports,
+    /// By pool steered by its server: the thread reading its source, and the interval
+    /// it reads at.
+    sources: BTreeMap<String, (Poller, std::time::Duration)>,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -75,6 +79,7 @@ impl Coordinator {
             cluster: Cluster::new(Default::default())?,
             policy_version: 0,
             settings: Vec::new(),
+            sources: BTreeMap::new(),
         };
         c.install(config)?;
         Ok(c)
@@ -177,11 +182,13 @@ impl Coordinator {
                         max: a.max.per_sec as f64,
                         step: a.step.per_sec as f64,
                         backoff: a.backoff,
+                        from_server: a.source.is_some(),
                     }),
                 }
             })
             .collect();
         self.cluster.set_pools(plans)?;
+        self.start_sources(&config);
         self.reports.set_retention(config.report_retention);
         for (job, pool) in std::mem::take(&mut self.settings) {
             self.cluster
@@ -207,8 +214,40 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Keeps one reading thread per pool steered by its server's source: a new one for a
+    /// new source or interval, none for a pool that no longer has one.
+    fn start_sources(&mut self, config: &ControlConfig) {
+        let interval = config.interval;
+        let wanted: BTreeMap<&str, &SourceSpec> = config
+            .pools
+            .iter()
+            .filter_map(|p| Some((p.name.as_str(), p.auto.as_ref()?.source.as_ref()?)))
+            .collect();
+        self.sources.retain(|pool, (poller, every)| {
+            wanted.get(pool.as_str()) == Some(&poller.spec()) && *every == interval
+        });
+        for (pool, spec) in wanted {
+            if self.sources.contains_key(pool) {
+                continue;
+            }
+            match Poller::start(pool, spec.clone(), interval) {
+                Ok(poller) => {
+                    tracing::info!(pool, source = %spec, "capacity read from the server");
+                    self.sources.insert(pool.to_owned(), (poller, interval));
+                }
+                // The pool keeps its capacity, as with a source that does not answer.
+                Err(e) => tracing::error!(pool, source = %spec, "cannot start reading: {e}"),
+            }
+        }
+    }
+
     /// One control cycle: the rates to push, per node.
     pub fn compute(&mut self, cycle: u64) -> Result<Vec<NodeRates>, ClusterError> {
+        for (pool, (poller, _)) in &self.sources {
+            if let Some(r) = poller.take() {
+                self.cluster.report_server_latency(pool, r.latency_s);
+            }
+        }
         let interval_s = self.config.interval.as_secs_f64();
         let rates = self.cluster.compute(cycle, interval_s)?;
         self.reports.sample(&self.cluster.jobs());

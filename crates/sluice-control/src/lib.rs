@@ -28,6 +28,8 @@
 //!   config check` checks it); [`audit`]: one log line and one count for every change
 //!   and every refusal.
 //! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
+//! - [`source`]: an automatic pool's capacity read from the file system's server (a Ceph
+//!   MDS's admin socket, a Lustre MDT's statistics).
 
 pub mod admin;
 pub mod audit;
@@ -46,6 +48,7 @@ pub mod metrics;
 pub mod report;
 pub mod segment_file;
 pub mod site;
+pub mod source;
 pub mod state_lock;
 pub mod tls;
 pub mod transport;
