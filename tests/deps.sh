@@ -2,7 +2,7 @@
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
 # made caller of vfork, memfd and large reads), openssl, Prometheus, tmux, Slurm with
-# munge, Chromium, and the packaging tools. The conformance suites install their own.
+# munge, Chromium, the packaging tools, and Ceph for a real metadata server. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -27,6 +27,13 @@ command -v chromium >/dev/null || missing+=(chromium)
 command -v rpm >/dev/null || missing+=(rpm)
 command -v lintian >/dev/null || missing+=(lintian)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)
+# A single-node CephFS (tests/cephfs.rs, experiments/cephfs/up.sh, which also installs
+# these when missing): monitor, OSD, MDS, the FUSE client and the CLI.
+command -v ceph-mon >/dev/null || missing+=(ceph-mon)
+command -v ceph-osd >/dev/null || missing+=(ceph-osd)
+command -v ceph-mds >/dev/null || missing+=(ceph-mds)
+command -v ceph-fuse >/dev/null || missing+=(ceph-fuse)
+command -v ceph >/dev/null || missing+=(ceph-common)
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     echo "tests/deps.sh: missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2

@@ -18,6 +18,7 @@ use crate::cluster::{
 use crate::config::{AdminError, AdminErrorKind, ConfigStore, ControlConfig, Reloaded};
 use crate::proto;
 use crate::report::Reports;
+use crate::source::{Poller, SourceSpec};
 
 /// The configuration and the computation it drives.
 pub struct Coordinator {
@@ -34,6 +35,9 @@ pub struct Coordinator {
     /// The shares last read from Slurm (`slurm_shares = true`); the configuration's
     /// win over them node by node.
     slurm_shares: Shares,
+    /// By pool steered by its server: the thread reading its source, and the interval
+    /// it reads at.
+    sources: BTreeMap<String, (Poller, std::time::Duration)>,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -80,6 +84,7 @@ impl Coordinator {
             policy_version: 0,
             settings: Vec::new(),
             slurm_shares: Shares::new(),
+            sources: BTreeMap::new(),
         };
         c.install(config)?;
         Ok(c)
@@ -189,6 +194,7 @@ impl Coordinator {
                         max: a.max.per_sec as f64,
                         step: a.step.per_sec as f64,
                         backoff: a.backoff,
+                        from_server: a.source.is_some(),
                     }),
                     tree: p.tree.clone(),
                 }
@@ -197,6 +203,7 @@ impl Coordinator {
         self.cluster.set_pools(plans)?;
         self.cluster
             .set_shares(merged(&self.slurm_shares, &config.shares));
+        self.start_sources(&config);
         self.reports.set_retention(config.report_retention);
         for (job, pool) in std::mem::take(&mut self.settings) {
             self.cluster
@@ -222,8 +229,40 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Keeps one reading thread per pool steered by its server's source: a new one for a
+    /// new source or interval, none for a pool that no longer has one.
+    fn start_sources(&mut self, config: &ControlConfig) {
+        let interval = config.interval;
+        let wanted: BTreeMap<&str, &SourceSpec> = config
+            .pools
+            .iter()
+            .filter_map(|p| Some((p.name.as_str(), p.auto.as_ref()?.source.as_ref()?)))
+            .collect();
+        self.sources.retain(|pool, (poller, every)| {
+            wanted.get(pool.as_str()) == Some(&poller.spec()) && *every == interval
+        });
+        for (pool, spec) in wanted {
+            if self.sources.contains_key(pool) {
+                continue;
+            }
+            match Poller::start(pool, spec.clone(), interval) {
+                Ok(poller) => {
+                    tracing::info!(pool, source = %spec, "capacity read from the server");
+                    self.sources.insert(pool.to_owned(), (poller, interval));
+                }
+                // The pool keeps its capacity, as with a source that does not answer.
+                Err(e) => tracing::error!(pool, source = %spec, "cannot start reading: {e}"),
+            }
+        }
+    }
+
     /// One control cycle: the rates to push, per node.
     pub fn compute(&mut self, cycle: u64) -> Result<Vec<NodeRates>, ClusterError> {
+        for (pool, (poller, _)) in &self.sources {
+            if let Some(r) = poller.take() {
+                self.cluster.report_server_latency(pool, r.latency_s);
+            }
+        }
         let interval_s = self.config.interval.as_secs_f64();
         let rates = self.cluster.compute(cycle, interval_s)?;
         self.reports.sample(&self.cluster.jobs());

@@ -30,6 +30,8 @@
 //! - [`supervise`]: programs the stage cannot enter (static, Go), held through a
 //!   seccomp filter whose file calls a supervisor admits through the job's segment.
 //! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
+//! - [`source`]: an automatic pool's capacity read from the file system's server (a Ceph
+//!   MDS's admin socket, a Lustre MDT's statistics).
 
 pub mod admin;
 pub mod audit;
@@ -49,6 +51,7 @@ pub mod report;
 pub mod segment_file;
 pub mod site;
 pub mod slurm_shares;
+pub mod source;
 pub mod state_lock;
 pub mod supervise;
 pub mod tls;

@@ -1,9 +1,11 @@
-//! A real shared bandwidth for data experiments: an ext4 file system on a loop device,
-//! its bandwidth throttled with cgroup v1's blkio controller on the root cgroup, so that
+//! The file systems a scenario runs on. A real shared bandwidth for data experiments: an
+//! ext4 file system on a loop device, its bandwidth throttled with cgroup v1's blkio
+//! controller on the root cgroup, so that
 //! the device's whole traffic (every process's, and the kernel's writeback) shares one
 //! limit, as a file system's servers do. Made when a scenario's run starts, and removed
 //! (throttle lifted, unmounted, device detached, image deleted) when it ends, also on
-//! error.
+//! error. A real metadata server for metadata experiments: a single-node CephFS
+//! ([`CephFs`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -113,6 +115,105 @@ impl Drop for LoopFs {
             let _ = run(Command::new("losetup").args(["-d", device]));
         }
         if let Some(base) = self.image.parent() {
+            let _ = std::fs::remove_dir_all(base);
+        }
+    }
+}
+
+/// A single-node CephFS for a scenario's run, brought up by experiments/cephfs/up.sh
+/// (which installs the packages when missing) in a work dir of its own, and taken down by
+/// down.sh when dropped, also on error: every daemon stopped by its pid, every mount
+/// removed.
+pub struct CephFs {
+    scripts: PathBuf,
+    work: PathBuf,
+    root: PathBuf,
+}
+
+impl CephFs {
+    /// Brings it up with one ceph-fuse mount per name of `clients` (`small_cache`'s
+    /// with a cache of 100 inodes), its monitor on a free port of 127.0.0.1.
+    pub fn make(clients: &[String], small_cache: &[String]) -> Result<CephFs> {
+        let scripts = std::env::current_dir()?.join("experiments/cephfs");
+        if !scripts.join("up.sh").is_file() {
+            bail!(
+                "[cephfs] needs experiments/cephfs/up.sh: run `sluice experiment run` from the \
+                 repository's top directory"
+            );
+        }
+        let base =
+            std::env::temp_dir().join(format!("sluice-experiment-ceph.{}", std::process::id()));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("cannot find a free port for the monitor")?
+            .port();
+        let fs = CephFs {
+            scripts,
+            work: base.join("cluster"),
+            root: base.join("mnt"),
+        };
+        let t = std::time::Instant::now();
+        let o = Command::new("bash")
+            .arg(fs.scripts.join("up.sh"))
+            .arg("--work-dir")
+            .arg(&fs.work)
+            .arg("--mount-root")
+            .arg(&fs.root)
+            .args(["--port", &port.to_string()])
+            .args(["--clients", &clients.join(" ")])
+            .args(["--small-cache", &small_cache.join(" ")])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .context("cannot run experiments/cephfs/up.sh")?;
+        if !o.status.success() {
+            bail!(
+                "experiments/cephfs/up.sh failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+        }
+        println!("cephfs: up in {:.1} s", t.elapsed().as_secs_f64());
+        Ok(fs)
+    }
+
+    /// Where client `name` is mounted.
+    pub fn mount(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// The directory holding every mount (managed by the jobs' stage).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The MDS's admin socket.
+    pub fn mds_socket(&self) -> PathBuf {
+        self.work.join("run/ceph-mds.a.asok")
+    }
+}
+
+impl Drop for CephFs {
+    fn drop(&mut self) {
+        let t = std::time::Instant::now();
+        match Command::new("bash")
+            .arg(self.scripts.join("down.sh"))
+            .arg("--work-dir")
+            .arg(&self.work)
+            .arg("--mount-root")
+            .arg(&self.root)
+            .stdin(std::process::Stdio::null())
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                println!("cephfs: down in {:.1} s", t.elapsed().as_secs_f64());
+            }
+            Ok(o) => eprintln!(
+                "cephfs: down.sh failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => eprintln!("cephfs: cannot run down.sh: {e}"),
+        }
+        if let Some(base) = self.work.parent() {
             let _ = std::fs::remove_dir_all(base);
         }
     }

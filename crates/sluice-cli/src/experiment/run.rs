@@ -10,10 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use sluice_control::source::{self, Counters, ServerReading};
 use sluice_core::rule::Rate;
 use sluice_workload::synth::{SynthSpec, synth};
 
-use super::fs::LoopFs;
+use super::fs::{CephFs, LoopFs};
 use super::scenario::{Job, Scenario, Setup, Workload};
 use super::summary::{Outcome, PhaseRecord, write_outputs};
 use crate::Usage;
@@ -52,6 +53,10 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
     let me = std::env::current_exe().context("cannot find the sluice binary")?;
     // The file system lives through every set-up, each in a directory of its own on it.
     let fs = sc.filesystem.as_ref().map(LoopFs::make).transpose()?;
+    let ceph = match &sc.cephfs {
+        Some(spec) => Some(CephFs::make(&sc.clients(), &spec.small_cache)?),
+        None => None,
+    };
     let mut outcomes = Vec::new();
     for setup in sc
         .setups
@@ -67,7 +72,15 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
         }
         println!("{}: {} ({})", sc.name, setup.name, setup.algorithm);
         let data_root = fs.as_ref().map(|f| f.mount().to_owned());
-        let outcome = run_setup(&sc, setup, &me, &trace, &out, data_root.as_deref())?;
+        let outcome = run_setup(
+            &sc,
+            setup,
+            &me,
+            &trace,
+            &out,
+            data_root.as_deref(),
+            ceph.as_ref(),
+        )?;
         println!(
             "  makespan {:.1} s, {} s over capacity",
             outcome.makespan(),
@@ -76,6 +89,7 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
         outcomes.push(outcome);
     }
     drop(fs);
+    drop(ceph);
     write_outputs(&sc, &outcomes, &out)?;
     println!("wrote {}/summary.md", out.display());
     Ok(0)
@@ -109,6 +123,7 @@ fn run_setup(
     trace: &Path,
     out: &Path,
     data_root: Option<&Path>,
+    ceph: Option<&CephFs>,
 ) -> Result<Outcome> {
     let work = out.join(format!(".work-{}", std::process::id()));
     // The controller's segments, on tmpfs, in a directory of the set-up's own: the
@@ -116,10 +131,30 @@ fn run_setup(
     let shm = Path::new("/dev/shm").join(format!("sluice-experiment.{}", std::process::id()));
     // The jobs' files: on the scenario's file system, else in the working directory.
     let data = data_root.map_or_else(|| work.join("data"), |r| r.join("data"));
-    for dir in [&work, &shm, &data] {
+    // On CephFS, each client's mount has the set-up's data directory, and the stage
+    // manages the directory holding every mount.
+    let clients: BTreeMap<String, PathBuf> = ceph
+        .map(|c| {
+            sc.clients()
+                .into_iter()
+                .map(|name| {
+                    let dir = c.mount(&name).join("data");
+                    (name, dir)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let managed = ceph.map_or_else(|| data.clone(), |c| c.root().to_owned());
+    let dirs: Vec<&PathBuf> = [&work, &shm, &data]
+        .into_iter()
+        .filter(|d| ceph.is_none() || **d != data)
+        .chain(clients.values())
+        .collect();
+    for dir in &dirs {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)?;
     }
+    let mds = ceph.map(CephFs::mds_socket);
     let result = run_in(
         sc,
         setup,
@@ -129,10 +164,13 @@ fn run_setup(
             work: &work,
             shm: &shm,
             data: &data,
+            managed: &managed,
+            clients: &clients,
+            mds: mds.as_deref(),
             direct: data_root.is_some(),
         },
     );
-    for dir in [&work, &shm, &data] {
+    for dir in &dirs {
         let _ = std::fs::remove_dir_all(dir);
     }
     result
@@ -144,8 +182,14 @@ struct Paths<'a> {
     trace: &'a Path,
     work: &'a Path,
     shm: &'a Path,
-    /// The managed directory holding every job's files.
+    /// The directory holding every job's files (without `[cephfs]`).
     data: &'a Path,
+    /// What the jobs' stage manages: `data`, or the directory of the CephFS mounts.
+    managed: &'a Path,
+    /// With `[cephfs]`: each client's directory for the set-up's files, on its mount.
+    clients: &'a BTreeMap<String, PathBuf>,
+    /// With `[cephfs]`: the MDS's admin socket, read each second.
+    mds: Option<&'a Path>,
     /// Whether data calls use O_DIRECT (on a real device; tmpfs and the like refuse it
     /// or would bypass nothing).
     direct: bool,
@@ -173,17 +217,38 @@ enum Records {
     Command(PathBuf),
 }
 
-/// A command job's directory: `{dir}` in its argv and set-up.
-fn job_dir(p: &Paths<'_>, job: &Job) -> PathBuf {
-    p.data.join(&job.name)
+impl Paths<'_> {
+    /// Where `job`'s processes keep their directories: on its client's mount with
+    /// `[cephfs]`, else `data`.
+    fn data_of(&self, job: &Job) -> PathBuf {
+        match self
+            .clients
+            .get(job.client.as_deref().unwrap_or(DEFAULT_CLIENT))
+        {
+            Some(dir) => dir.clone(),
+            None => self.data.to_owned(),
+        }
+    }
 }
 
-/// `argv` with `{dir}` and `{sluice}` replaced.
-fn expand(argv: &[String], dir: &Path, me: &Path) -> Vec<String> {
+/// The ceph-fuse client of a job that names none.
+pub const DEFAULT_CLIENT: &str = "fuse";
+
+/// A command job's directory: `{dir}` in its argv and set-up.
+fn job_dir(p: &Paths<'_>, job: &Job) -> PathBuf {
+    p.data_of(job).join(&job.name)
+}
+
+/// `argv` with `{dir}`, `{sluice}`, `{work}` (the set-up's working directory, on local
+/// disk) and `{cwd}` (where the run was started) replaced.
+fn expand(argv: &[String], dir: &Path, p: &Paths<'_>) -> Vec<String> {
+    let cwd = std::env::current_dir().unwrap_or_default();
     argv.iter()
         .map(|a| {
             a.replace("{dir}", &dir.display().to_string())
-                .replace("{sluice}", &me.display().to_string())
+                .replace("{sluice}", &p.me.display().to_string())
+                .replace("{work}", &p.work.display().to_string())
+                .replace("{cwd}", &cwd.display().to_string())
         })
         .collect()
 }
@@ -216,7 +281,7 @@ fn prepare(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<()> {
             if argv.is_empty() {
                 continue;
             }
-            let argv = expand(argv, &dir, p.me);
+            let argv = expand(argv, &dir, p);
             let o = Command::new(&argv[0])
                 .args(&argv[1..])
                 .current_dir(&dir)
@@ -250,7 +315,7 @@ fn command(
     clock: f64,
 ) -> Result<(Vec<std::ffi::OsString>, Records)> {
     // A process's own directory; a command's is its job's (`job_dir`).
-    let dir = p.data.join(name);
+    let dir = p.data_of(job).join(name);
     if !matches!(part, Workload::Command { .. }) {
         std::fs::create_dir_all(&dir)?;
     }
@@ -274,7 +339,7 @@ fn command(
             args.extend(["--dir".into(), dir.clone().into(), "--clock".into()]);
             // Its calls are counted in the set-up's whole seconds.
             args.extend([format!("{clock:.6}").into(), "--".into()]);
-            args.extend(expand(argv, &dir, p.me).into_iter().map(Into::into));
+            args.extend(expand(argv, &dir, p).into_iter().map(Into::into));
             Ok((args, Records::Command(times)))
         }
         Workload::Continuous { .. } | Workload::Bursty { .. } | Workload::Periodic { .. } => {
@@ -339,6 +404,10 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     let sample_every = sc.interval.max(Duration::from_secs(1));
     let mut next_sample = sample_every;
     let mut timed_out = false;
+    // The MDS's figures per second of the set-up, from the differences of its counters.
+    let mut mds: BTreeMap<u64, ServerReading> = BTreeMap::new();
+    let mut mds_last: Option<(Instant, Counters)> = None;
+    let mut next_mds = Duration::ZERO;
     // The nodes the controller saw each job on.
     let mut seen_on: Vec<std::collections::BTreeSet<String>> =
         vec![Default::default(); sc.jobs.len()];
@@ -366,7 +435,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                             .arg("--socket")
                             .arg(&sockets[node])
                             .args(["--job", &job.name, "--mount"])
-                            .arg(p.data)
+                            .arg(p.managed)
                             .arg("--")
                             .args(&args);
                         if let Some(nodes) = job.reported_nodes() {
@@ -384,7 +453,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                             unit: sc.pool.capacity.unit,
                         };
                         cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
-                            .arg(p.data)
+                            .arg(p.managed)
                             .arg("--rule")
                             .arg(format!("{} rate={never}", sc.pool.matches))
                             .arg("--")
@@ -443,6 +512,26 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                 seen_on[i].extend(nodes);
             }
             next_sample += sample_every;
+        }
+        if let Some(sock) = p.mds
+            && now >= next_mds
+        {
+            let second = next_mds.as_secs();
+            match source::ceph::read(sock, Duration::from_millis(500)) {
+                Ok(c) => {
+                    let t = Instant::now();
+                    if let Some((at, before)) = mds_last
+                        && let Some(r) =
+                            ServerReading::between(&before, &c, t.duration_since(at).as_secs_f64())
+                    {
+                        mds.insert(second, r);
+                    }
+                    mds_last = Some((t, c));
+                }
+                // A second missed: the next reading spans two.
+                Err(e) => eprintln!("  {}: MDS not read at {second} s: {e}", setup.name),
+            }
+            next_mds += Duration::from_secs(1);
         }
         if ended.iter().all(Option::is_some) {
             break;
@@ -508,6 +597,7 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
         desired: (0..sc.jobs.len())
             .map(|i| sc.desired(setup, i).map(|r| r.per_sec as f64))
             .collect(),
+        mds,
     })
 }
 
@@ -599,7 +689,7 @@ fn start_controllers(
     if sc.nodes <= 1 {
         let socket = work.join("local.sock");
         let log = work.join("local.log");
-        std::fs::write(work.join("local.toml"), sc.local_config(setup))?;
+        std::fs::write(work.join("local.toml"), sc.local_config(setup, p.mds))?;
         reaper.0.push(spawn(
             Command::new(me)
                 .arg("local")
@@ -624,7 +714,7 @@ fn start_controllers(
         .context("cannot find a free port for sluice global")?
         .port();
     let interval = format!("{}ms", sc.interval.as_millis());
-    std::fs::write(work.join("global.toml"), sc.local_config(setup))?;
+    std::fs::write(work.join("global.toml"), sc.local_config(setup, p.mds))?;
     let mut logs = vec![work.join("global.log")];
     reaper.0.push(spawn(
         Command::new(me)

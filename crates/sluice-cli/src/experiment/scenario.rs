@@ -36,6 +36,10 @@ pub struct Scenario {
     /// to the results' working directory, and the pool's capacity stands in for a file
     /// system's.
     pub filesystem: Option<FsSpec>,
+    /// A single-node CephFS brought up for the run (experiments/cephfs/up.sh) and taken
+    /// down at its end: each job's files on the ceph-fuse mount of its `client`, and the
+    /// MDS's requests, reply latency and queue read from its admin socket each second.
+    pub cephfs: Option<CephSpec>,
     /// What the summary measures beyond the defaults.
     #[serde(default)]
     pub metrics: Metrics,
@@ -79,6 +83,27 @@ pub struct FsSpec {
     /// The device's read bandwidth (default: the write bandwidth).
     #[serde(default, deserialize_with = "some_rate")]
     pub read: Option<Rate>,
+}
+
+/// A scenario's CephFS (`[cephfs]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CephSpec {
+    /// Clients whose cache holds 100 inodes, so that each of their calls is a request
+    /// to the MDS (a victim's: on a warm cache its calls would never reach the server).
+    #[serde(default)]
+    pub small_cache: Vec<String>,
+    /// The MDS's mean reply latency to keep: the summary counts the seconds within it.
+    #[serde(default, deserialize_with = "some_duration")]
+    pub target: Option<Duration>,
+    /// Seconds after the last job's arrival before the MDS's figures count as settled
+    /// (default 10).
+    #[serde(default = "ten")]
+    pub settle: f64,
+}
+
+fn ten() -> f64 {
+    10.0
 }
 
 /// Measures computed only when asked for.
@@ -142,6 +167,9 @@ pub struct Job {
     /// What it does: one part, or several (`[[job.workload]]`) run side by side.
     #[serde(default)]
     pub workload: Parts,
+    /// With `[cephfs]`: the ceph-fuse client (and mount) its files are on, `fuse` by
+    /// default; a job on a mount of its own has a cache and a session of its own.
+    pub client: Option<String>,
 }
 
 /// A job's `nodes`: a count reported to the controller, or the nodes it runs on.
@@ -310,6 +338,10 @@ pub struct Setup {
     /// written elsewhere).
     #[serde(default)]
     pub optional: bool,
+    /// The pool's capacity found on its own in this set-up: the controller's `auto = {
+    /// … }` settings (docs/control-plane.md), `{mds}` in a string standing for the
+    /// scenario's CephFS MDS admin socket.
+    pub auto: Option<toml::value::Table>,
 }
 
 fn one_second() -> Duration {
@@ -375,6 +407,13 @@ fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error>
 fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(d)?;
     parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    sluice_control::source::parse_target(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 impl Scenario {
@@ -515,6 +554,30 @@ impl Scenario {
                 }
             }
         }
+        if self.cephfs.is_some() && self.filesystem.is_some() {
+            bail!("[cephfs] and [filesystem]: one file system per scenario");
+        }
+        let name_ok = |c: &str| {
+            !c.is_empty()
+                && c != "admin"
+                && c.chars()
+                    .all(|x| x.is_ascii_alphanumeric() || x == '_' || x == '-')
+        };
+        for j in &self.jobs {
+            match (&j.client, &self.cephfs) {
+                (Some(_), None) => bail!("job {}: client is for a scenario with [cephfs]", j.name),
+                (Some(c), Some(_)) if !name_ok(c) => bail!(
+                    "job {}: client {c:?}: letters, digits, _ or - (and not admin, the CLI's own)",
+                    j.name
+                ),
+                _ => {}
+            }
+        }
+        if let Some(c) = &self.cephfs
+            && let Some(bad) = c.small_cache.iter().find(|c| !name_ok(c))
+        {
+            bail!("cephfs.small_cache: client {bad:?}: letters, digits, _ or - (and not admin)");
+        }
         if let Some([a, b]) = self.metrics.window
             && !(at_least_zero(a) && b > a && b.is_finite())
         {
@@ -539,6 +602,22 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// The ceph-fuse clients the jobs use (with `[cephfs]`), each once.
+    pub fn clients(&self) -> Vec<String> {
+        let mut c: Vec<String> = self
+            .jobs
+            .iter()
+            .map(|j| {
+                j.client
+                    .clone()
+                    .unwrap_or_else(|| super::run::DEFAULT_CLIENT.into())
+            })
+            .collect();
+        c.sort();
+        c.dedup();
+        c
     }
 
     /// Job `i`'s limit in `setup`: the set-up's, else the job's.
@@ -573,14 +652,26 @@ impl Scenario {
             .any(|j| j.workload.list().iter().any(|w| w.data().is_some()))
     }
 
-    /// The local controller's configuration for a controlled set-up.
-    pub fn local_config(&self, setup: &Setup) -> String {
+    /// The local controller's configuration for a controlled set-up; `mds`, the
+    /// scenario's MDS admin socket, for `{mds}` in the set-up's `auto`.
+    pub fn local_config(&self, setup: &Setup, mds: Option<&Path>) -> String {
+        let capacity = match &setup.auto {
+            None => format!("\"{}\"", self.pool.capacity),
+            Some(auto) => {
+                let mut auto = auto.clone();
+                for (_, v) in auto.iter_mut() {
+                    if let (toml::Value::String(s), Some(m)) = (&mut *v, mds) {
+                        *s = s.replace("{mds}", &m.display().to_string());
+                    }
+                }
+                format!("\"auto\"\nauto = {}", toml::Value::Table(auto))
+            }
+        };
         let mut c = format!(
-            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{}\"\nmatch = \"{}\"\ncapacity = \"{}\"\nalgorithm = \"{}\"\n",
+            "interval = \"{}ms\"\n\n[[pool]]\nname = \"{}\"\nmatch = \"{}\"\ncapacity = {capacity}\nalgorithm = \"{}\"\n",
             self.interval.as_millis(),
             self.pool.name,
             self.pool.matches,
-            self.pool.capacity,
             setup.algorithm
         );
         if let Some(m) = self.pool.min_share {

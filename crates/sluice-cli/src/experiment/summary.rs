@@ -39,6 +39,9 @@ pub struct Outcome {
     pub limits: Vec<Option<f64>>,
     /// Each job's desired rate in this set-up.
     pub desired: Vec<Option<f64>>,
+    /// With `[cephfs]`: the MDS's requests, mean reply latency and queue, per second
+    /// (the reading ending at that second).
+    pub mds: BTreeMap<u64, sluice_control::source::ServerReading>,
 }
 
 /// A stretch of one data process's run, on the set-up's clock.
@@ -406,7 +409,177 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
     )?;
     let mut md = markdown(std::slice::from_ref(&summary));
     md += &checks(&summary);
+    if let Some(ceph) = &sc.cephfs {
+        md += &mds_outputs(sc, ceph, outcomes, out)?;
+    }
     write(&out.join("summary.md"), &md)
+}
+
+/// The MDS's figures of each set-up: SETUP-mds.csv, SETUP-mds.png (reply latency against
+/// the target, and the queue), and a table for summary.md over the settled seconds (from
+/// `settle` after the last arrival to the first job's end).
+fn mds_outputs(
+    sc: &Scenario,
+    ceph: &super::scenario::CephSpec,
+    outcomes: &[Outcome],
+    out: &Path,
+) -> Result<String> {
+    let target_us = ceph.target.map(|t| t.as_secs_f64() * 1e6);
+    let mut md = String::from(
+        "\n## The MDS (its admin socket, each second)\n\n\
+         Settled: from `settle` seconds after the last arrival to the first job's end. \
+         Latency: the mean reply latency of each second's requests (the MDS keeps no \
+         histogram).\n\n\
+         Allocated: the pool's allocation to all jobs at the end, and the second from which \
+         it stays within ±15% of that (its median over the last 10 s).\n\n\
+         | set-up | jobs' calls/s (settled) | MDS requests/s | reply latency µs (median of seconds) | p90 of seconds | queue (mean) | seconds within target | allocated (settled from) |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for o in outcomes {
+        // The pool's allocation (all jobs') per second: an automatic pool's capacity as
+        // its algorithm hands it out.
+        let mut allocated: BTreeMap<u64, f64> = BTreeMap::new();
+        for ((_, s), a) in &o.allocation {
+            *allocated.entry(*s).or_default() += a;
+        }
+        let mut csv = String::from("second,requests_per_s,reply_latency_us,queue,allocated\n");
+        for (s, r) in &o.mds {
+            let _ = writeln!(
+                csv,
+                "{s},{:.1},{},{},{}",
+                r.requests_per_s,
+                r.latency_s
+                    .map(|l| format!("{:.1}", l * 1e6))
+                    .unwrap_or_default(),
+                r.queue.map(|q| format!("{q}")).unwrap_or_default(),
+                allocated
+                    .get(s)
+                    .map(|a| format!("{a:.0}"))
+                    .unwrap_or_default()
+            );
+        }
+        let settled_at = settling(&allocated);
+        let base = out.join(format!("{}-mds", file_name(&o.setup)));
+        write(&base.with_extension("csv"), &csv)?;
+        let latency: Vec<(f64, f64)> = o
+            .mds
+            .iter()
+            .filter_map(|(s, r)| Some((*s as f64, r.latency_s? * 1e6)))
+            .collect();
+        let panel = Panel {
+            title: format!("{}: the MDS's mean reply latency and queue", o.setup),
+            series: vec![
+                Series {
+                    name: "reply latency (µs)".into(),
+                    rate: latency,
+                    allocation: Vec::new(),
+                },
+                Series {
+                    name: "queue (requests)".into(),
+                    rate: o
+                        .mds
+                        .iter()
+                        .filter_map(|(s, r)| Some((*s as f64, r.queue?)))
+                        .collect(),
+                    allocation: Vec::new(),
+                },
+            ],
+            total: o
+                .mds
+                .iter()
+                .map(|(s, r)| (*s as f64, r.requests_per_s / 10.0))
+                .collect(),
+            capacity: target_us.unwrap_or(0.0),
+        };
+        png(
+            &base.with_extension("png"),
+            &format!(
+                "{}: {} (black: MDS requests/s ÷ 10; red: the latency target)",
+                sc.name, o.setup
+            ),
+            "µs, requests",
+            &[panel],
+        )?;
+        let from = o.starts.iter().copied().fold(0.0, f64::max) + ceph.settle;
+        let to = o
+            .ends
+            .iter()
+            .map(|e| e.unwrap_or(f64::INFINITY))
+            .fold(f64::INFINITY, f64::min);
+        let settled: Vec<&sluice_control::source::ServerReading> = o
+            .mds
+            .iter()
+            .filter(|(s, _)| (**s as f64) >= from && (**s as f64) <= to)
+            .map(|(_, r)| r)
+            .collect();
+        let mut lat: Vec<f64> = settled
+            .iter()
+            .filter_map(|r| r.latency_s)
+            .map(|l| l * 1e6)
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        let at =
+            |q: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * q).round() as usize]);
+        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let within = target_us.and_then(|t| {
+            (!lat.is_empty())
+                .then(|| lat.iter().filter(|l| **l <= t).count() as f64 / lat.len() as f64)
+        });
+        let f = |x: Option<f64>, d: usize| x.map_or("–".into(), |x| format!("{x:.d$}"));
+        let seconds = |i: usize| {
+            o.calls
+                .iter()
+                .filter(|((j, s), _)| *j == i && (*s as f64) >= from && (*s as f64) < to.floor())
+                .map(|(_, c)| *c)
+                .collect::<Vec<f64>>()
+        };
+        let rates: Vec<String> = o
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| format!("{j} {}", f(mean(seconds(i)), 0)))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            o.setup,
+            rates.join(", "),
+            f(mean(settled.iter().map(|r| r.requests_per_s).collect()), 0),
+            f(at(0.5), 0),
+            f(at(0.9), 0),
+            f(mean(settled.iter().filter_map(|r| r.queue).collect()), 1),
+            within.map_or("–".into(), |w| format!(
+                "{:.0}% of {}",
+                w * 100.0,
+                lat.len()
+            )),
+            settled_at.map_or("–".into(), |(level, at)| format!("{level:.0}/s ({at} s)")),
+        );
+    }
+    Ok(md)
+}
+
+/// The level a per-second series ends at (its median over the last 10 s) and the second
+/// from which it stays within ±15% of it; `None` without 10 seconds.
+fn settling(series: &BTreeMap<u64, f64>) -> Option<(f64, u64)> {
+    let values: Vec<(u64, f64)> = series.iter().map(|(s, v)| (*s, *v)).collect();
+    if values.len() < 10 {
+        return None;
+    }
+    let mut last: Vec<f64> = values[values.len() - 10..]
+        .iter()
+        .map(|(_, v)| *v)
+        .collect();
+    last.sort_by(f64::total_cmp);
+    let level = last[5];
+    let outside = values
+        .iter()
+        .rposition(|(_, v)| (v - level).abs() > 0.15 * level.abs());
+    let at = match outside {
+        Some(k) => values.get(k + 1).map_or(values[k].0, |(s, _)| *s),
+        None => values[0].0,
+    };
+    Some((level, at))
 }
 
 /// The shape PADLL §5.3 reports, checked on the set-ups of these algorithms present.
@@ -768,6 +941,7 @@ mod tests {
             phases: Vec::new(),
             limits: vec![None; n],
             desired: vec![None; n],
+            mds: BTreeMap::new(),
         }
     }
 

@@ -21,6 +21,10 @@ pub struct AutoCapacity {
     pub step: f64,
     /// The capacity is multiplied by this when the target is missed (in (0, 1)).
     pub backoff: f64,
+    /// Steered by the server's mean reply latency, read from its source (module
+    /// `crate::source`) and given with [`super::Cluster::report_server_latency`], instead
+    /// of the p99 the stages sample; `target_p99_s` is then that mean's target.
+    pub from_server: bool,
 }
 
 /// Samples below which an interval's p99 says too little to act on: the capacity holds.
@@ -42,7 +46,9 @@ pub const CUT_SPACING: u64 = 2;
 pub struct AutoState {
     /// The capacity in force, units per second.
     pub capacity: f64,
-    /// The last interval's p99, seconds; `None` without enough samples.
+    /// The last interval's latency that steered it, seconds: the p99 of the sampled
+    /// calls (`None` without enough samples), or the server's mean reply latency (`None`
+    /// without a reading or a reply).
     pub p99_s: Option<f64>,
     /// Samples in the last interval.
     pub samples: u64,
@@ -72,10 +78,30 @@ impl AutoState {
             .then(|| quantile_ns(latency, 0.99))
             .flatten()
             .map(|ns| ns / 1e9);
-        let Some(p99) = self.p99_s else {
-            return;
-        };
-        if p99 > spec.target_p99_s {
+        if let Some(p99) = self.p99_s {
+            self.steer(spec, cycle, p99, asked);
+        }
+    }
+
+    /// Moves the capacity after `cycle` by the server's mean reply latency over the
+    /// interval (`None`: no reading, or no reply in it: the capacity holds).
+    pub fn update_from_server(
+        &mut self,
+        spec: &AutoCapacity,
+        cycle: u64,
+        latency_s: Option<f64>,
+        asked: f64,
+    ) {
+        self.samples = u64::from(latency_s.is_some());
+        self.p99_s = latency_s.filter(|l| l.is_finite() && *l >= 0.0);
+        if let Some(latency) = self.p99_s {
+            self.steer(spec, cycle, latency, asked);
+        }
+    }
+
+    /// AIMD on one latency figure against the target.
+    fn steer(&mut self, spec: &AutoCapacity, cycle: u64, latency: f64, asked: f64) {
+        if latency > spec.target_p99_s {
             if self.cut_at.is_none_or(|at| cycle >= at + CUT_SPACING) {
                 self.capacity = (self.capacity * spec.backoff).max(spec.min);
                 self.cut_at = Some(cycle);
@@ -129,6 +155,7 @@ mod tests {
             max: 10_000.0,
             step: 100.0,
             backoff: 0.5,
+            from_server: false,
         }
     }
 
@@ -180,5 +207,21 @@ mod tests {
             a.update(&s, cycle, &fast, a.capacity);
         }
         assert_eq!(a.capacity, s.max);
+    }
+
+    #[test]
+    fn a_server_reading_steers_as_a_sampled_p99_does_and_none_holds() {
+        let s = AutoCapacity {
+            from_server: true,
+            ..spec()
+        };
+        let mut a = AutoState::new(&s);
+        a.update_from_server(&s, 1, Some(0.001), 1000.0);
+        assert_eq!((a.capacity, a.p99_s), (1100.0, Some(0.001)));
+        a.update_from_server(&s, 2, Some(0.009), 1100.0);
+        assert_eq!(a.capacity, 550.0);
+        // The source failed, or the server answered nothing: the capacity holds.
+        a.update_from_server(&s, 5, None, 550.0);
+        assert_eq!((a.capacity, a.p99_s), (550.0, None));
     }
 }

@@ -409,7 +409,11 @@ impl Cluster {
                     .map(demand)
                     .sum::<f64>();
             }
-            state.update(spec, cycle, &latency, asked);
+            if spec.from_server {
+                state.update_from_server(spec, cycle, pool.server_latency.take().flatten(), asked);
+            } else {
+                state.update(spec, cycle, &latency, asked);
+            }
         }
         for node in self.nodes.values_mut() {
             node.latency.clear();

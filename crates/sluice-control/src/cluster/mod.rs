@@ -470,6 +470,9 @@ struct Pool {
     held: f64,
     /// An automatic pool's capacity and what moved it last.
     auto: Option<AutoState>,
+    /// A pool steered by its server: the mean reply latency of the reading given since
+    /// the last compute (`Some(None)`: a reading without replies), consumed by it.
+    server_latency: Option<Option<f64>>,
     /// The cluster's layout at the last compute (`None` before it): while it holds,
     /// `shares` and `observations` are of the same jobs in the same order.
     layout: Option<u64>,

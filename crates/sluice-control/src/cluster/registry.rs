@@ -216,6 +216,16 @@ impl Cluster {
         }
     }
 
+    /// The mean reply latency (seconds) `pool`'s server showed over the last interval, as
+    /// its source read it (`None`: it answered no request): it moves the capacity of a
+    /// pool steered by its server at the next compute. A pool given none then keeps its
+    /// capacity.
+    pub fn report_server_latency(&mut self, pool: &str, latency_s: Option<f64>) {
+        if let Some(p) = self.pools.get_mut(pool) {
+            p.server_latency = Some(latency_s);
+        }
+    }
+
     /// `node`'s local controller connected: what was pushed to it is forgotten, so the
     /// next compute sends it every rate.
     pub fn node_connected(&mut self, node: &str) {
@@ -284,6 +294,7 @@ impl Pool {
             active: 0,
             held: 0.0,
             auto: plan.auto.as_ref().map(AutoState::new),
+            server_latency: None,
             layout: None,
             tree: Vec::new(),
             plan,

@@ -312,6 +312,7 @@ fn an_automatic_pool_follows_the_latency_its_nodes_report() {
         max: 100_000.0,
         step: 100.0,
         backoff: 0.5,
+        from_server: false,
     };
     let mut c = cluster(vec![PoolPlan {
         auto: Some(auto),

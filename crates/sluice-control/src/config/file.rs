@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::duration::{format_duration, parse_duration, parse_millis};
 use super::job::{JobSpec, parse_limit};
-use super::pool::{AutoSpec, FieldError, PoolSpec};
+use super::pool::{AutoSpec, FieldError, PoolSpec, Target};
 use super::{AdminConfig, ConfigError, ControlConfig, REPORT_RETENTION_RANGE, STALE_AFTER_RANGE};
 
 #[derive(Deserialize)]
@@ -53,7 +53,9 @@ struct RawPool {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAuto {
-    target_p99: String,
+    target_p99: Option<String>,
+    target: Option<String>,
+    source: Option<String>,
     start: String,
     min: Option<String>,
     max: Option<String>,
@@ -257,10 +259,38 @@ impl RawPool {
             tree,
         )?;
         if let Some(a) = auto {
+            let target = match (&a.target_p99, &a.source, &a.target) {
+                (Some(p99), None, None) => Target::P99(p99),
+                (None, Some(source), Some(target)) => Target::Server { source, target },
+                (_, None, Some(_)) => {
+                    return Err(FieldError::new(
+                        "auto",
+                        "target is the server's mean latency, with a source; without one, target_p99",
+                    ));
+                }
+                (None, None, _) => {
+                    return Err(FieldError::new(
+                        "auto",
+                        "needs target_p99 = \"5ms\" (the stages' sampled p99), or source = \"ceph-mds:PATH\" with target = \"2ms\" (the server's mean reply latency)",
+                    ));
+                }
+                (Some(_), Some(_), _) => {
+                    return Err(FieldError::new(
+                        "auto",
+                        "a pool read from a source keeps the server's mean latency: target = \"…\", not target_p99",
+                    ));
+                }
+                (None, Some(_), None) => {
+                    return Err(FieldError::new(
+                        "auto",
+                        "source needs target = \"…\": the server's mean reply latency to keep",
+                    ));
+                }
+            };
             spec.auto = Some(AutoSpec::check(
                 &spec.rule(),
                 &spec.capacity,
-                &a.target_p99,
+                target,
                 a.min.as_deref(),
                 a.max.as_deref(),
                 a.step.as_deref(),
@@ -499,10 +529,17 @@ pub(super) fn render(config: &ControlConfig) -> String {
                 let _ = writeln!(out, "capacity = {}", quote(&pool.capacity.to_string()));
             }
             Some(a) => {
+                let target = match &a.source {
+                    None => format!("target_p99 = {}", quote(&format_duration(a.target_p99))),
+                    Some(source) => format!(
+                        "source = {}, target = {}",
+                        quote(&source.to_string()),
+                        quote(&crate::source::format_target(a.target_p99))
+                    ),
+                };
                 let _ = writeln!(
                     out,
-                    "capacity = \"auto\"\nauto = {{ target_p99 = {}, start = {}, min = {}, max = {}, step = {}, backoff = {}{} }}",
-                    quote(&format_duration(a.target_p99)),
+                    "capacity = \"auto\"\nauto = {{ {target}, start = {}, min = {}, max = {}, step = {}, backoff = {}{} }}",
                     quote(&pool.capacity.to_string()),
                     quote(&a.min.to_string()),
                     quote(&a.max.to_string()),

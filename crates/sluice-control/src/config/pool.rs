@@ -58,6 +58,10 @@ pub struct AutoSpec {
     /// The calls whose latency counts (conditions in normal form, as a filter): a call of
     /// the pool is timed only if it also meets these; empty for every call of the pool.
     pub watch: String,
+    /// Where the latency is read instead of the stages' samples: the server's own mean
+    /// reply latency (`source = "ceph-mds:PATH"`), kept within `target_p99` (then
+    /// written `target`, as it is a mean).
+    pub source: Option<crate::source::SourceSpec>,
 }
 
 impl AutoSpec {
@@ -72,17 +76,40 @@ impl AutoSpec {
     pub(super) fn check(
         pool: &Rule,
         start: &Rate,
-        target_p99: &str,
+        target: Target<'_>,
         min: Option<&str>,
         max: Option<&str>,
         step: Option<&str>,
         backoff: Option<f64>,
         watch: Option<&str>,
     ) -> Result<AutoSpec, FieldError> {
-        let target_p99 = super::duration::parse_millis(target_p99)
-            .map_err(|e| FieldError::new("auto", format_args!("target_p99: {e}")))?;
+        let (key, text, source) = match target {
+            Target::P99(text) => ("target_p99", text, None),
+            Target::Server { source, target } => {
+                let source = source
+                    .parse()
+                    .map_err(|e| FieldError::new("auto", format_args!("source: {e}")))?;
+                if watch.is_some() {
+                    return Err(FieldError::new(
+                        "auto",
+                        "watch names the stages' sampled calls; a pool read from its server's source has none",
+                    ));
+                }
+                ("target", target, Some(source))
+            }
+        };
+        let target_p99 = if source.is_some() {
+            crate::source::parse_target(text)
+                .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?
+        } else {
+            super::duration::parse_millis(text)
+                .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?
+        };
         if target_p99.is_zero() {
-            return Err(FieldError::new("auto", "target_p99 must be more than zero"));
+            return Err(FieldError::new(
+                "auto",
+                format_args!("{key} must be more than zero"),
+            ));
         }
         let rate = |key: &str, text: Option<&str>, default: u64| -> Result<Rate, FieldError> {
             let Some(text) = text else {
@@ -111,6 +138,7 @@ impl AutoSpec {
             step: rate("step", step, start.per_sec / 10)?,
             backoff: backoff.unwrap_or(Self::DEFAULT_BACKOFF),
             watch: watch.map_or(Ok(String::new()), |w| checked_watch(pool, w))?,
+            source,
         };
         if spec.max.per_sec < spec.min.per_sec {
             return Err(FieldError::new(
@@ -126,6 +154,21 @@ impl AutoSpec {
         }
         Ok(spec)
     }
+}
+
+/// What an automatic pool keeps: the p99 of the calls its stages sample, or its server's
+/// mean reply latency read from a source.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// `target_p99 = "5ms"`.
+    P99(&'a str),
+    /// `source = "ceph-mds:PATH", target = "2ms"`.
+    Server {
+        /// The source, as written.
+        source: &'a str,
+        /// The mean latency to keep, as written.
+        target: &'a str,
+    },
 }
 
 /// Checks an automatic pool's `watch`: conditions only, and at least one operation the

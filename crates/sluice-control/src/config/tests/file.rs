@@ -408,6 +408,64 @@ fn an_automatic_pools_watch_is_read_written_and_checked() {
     );
 }
 
+/// An automatic pool read from its server: the source and its mean `target` read,
+/// written back, and refused with one line when mixed with the stages' settings.
+#[test]
+fn an_automatic_pools_source_is_read_written_and_checked() {
+    let pool = |auto: &str| {
+        format!(
+            "[[pool]]\nname = \"md\"\nmatch = \"class=metadata\"\n\
+             capacity = \"auto\"\nalgorithm = \"psfa\"\nauto = {{ {auto} }}\n"
+        )
+    };
+    let text =
+        pool("source = \"ceph-mds:/run/ceph/ceph-mds.a.asok\", target = \"1ms\", start = \"2k/s\"");
+    let config = ControlConfig::parse(&text).unwrap();
+    let auto = config.pools[0].auto.as_ref().unwrap();
+    assert_eq!(
+        auto.source,
+        Some(crate::source::SourceSpec::CephMds(
+            "/run/ceph/ceph-mds.a.asok".into()
+        ))
+    );
+    assert_eq!(auto.target_p99, Duration::from_millis(1));
+    let written = config.to_toml();
+    assert!(
+        written.contains("source = \"ceph-mds:/run/ceph/ceph-mds.a.asok\", target = \"1ms\""),
+        "{written}"
+    );
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    for (auto, why) in [
+        (
+            "source = \"ceph-mds:/x.asok\", start = \"1k/s\"",
+            "source needs target",
+        ),
+        (
+            "source = \"ceph-mds:/x.asok\", target_p99 = \"1ms\", start = \"1k/s\"",
+            "target = \"…\", not target_p99",
+        ),
+        (
+            "target = \"1ms\", start = \"1k/s\"",
+            "without one, target_p99",
+        ),
+        (
+            "source = \"ceph-mds:x.asok\", target = \"1ms\", start = \"1k/s\"",
+            "source: \"ceph-mds:x.asok\": expected ceph-mds:ADMIN_SOCKET",
+        ),
+        (
+            "source = \"ceph-mds:/x.asok\", target = \"1ms\", start = \"1k/s\", watch = \"op=open\"",
+            "a pool read from its server's source has none",
+        ),
+        ("start = \"1k/s\"", "needs target_p99"),
+    ] {
+        let e = error(&pool(auto));
+        assert!(
+            e.starts_with("config:6: pool[1] \"md\": auto: ") && e.contains(why),
+            "{auto}: {e}"
+        );
+    }
+}
+
 /// A job's known I/O period: read, written back, and refused at zero.
 #[test]
 fn a_job_period_is_read_and_written() {
