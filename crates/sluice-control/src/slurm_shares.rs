@@ -210,8 +210,11 @@ chem|carol|parent|
     fn flat_accounts_weigh_their_share_over_all() {
         let shares = parse(FLAT).expect("parses");
         let account = |a| shares.get(Attr::Account, a, "");
-        assert!((account("physics") - 0.7).abs() < 1e-12);
-        assert!((account("chem") - 0.3).abs() < 1e-12);
+        // Root's own user is a sibling of the two accounts (share 1 of 7 + 3 + 1), as in
+        // Slurm's tree; between themselves the accounts stand 7 to 3.
+        assert!((account("physics") - 7.0 / 11.0).abs() < 1e-12);
+        assert!((account("chem") - 3.0 / 11.0).abs() < 1e-12);
+        assert!((account("physics") / account("chem") - 7.0 / 3.0).abs() < 1e-12);
         assert_eq!(shares.get(Attr::User, "alice", "physics"), 1.0);
         assert_eq!(shares.get(Attr::User, "carol", "chem"), 1.0);
     }

@@ -234,7 +234,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`, `estimator`, `auto`"
+         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
