@@ -27,6 +27,9 @@ command -v chromium >/dev/null || missing+=(chromium)
 command -v rpm >/dev/null || missing+=(rpm)
 command -v lintian >/dev/null || missing+=(lintian)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)
+# Go programs under the seccomp supervisor (tests/supervise.rs): Debian's Go when no Go
+# release is installed in /usr/local/go.
+[[ -x /usr/local/go/bin/go ]] || command -v go >/dev/null || missing+=(golang-go)
 # A single-node CephFS (tests/cephfs.rs, experiments/cephfs/up.sh, which also installs
 # these when missing): monitor, OSD, MDS, the FUSE client and the CLI.
 command -v ceph-mon >/dev/null || missing+=(ceph-mon)

@@ -25,6 +25,11 @@ teardown_on_error() {
     if [ "$rc" -ne 0 ]; then
         say "failed (exit $rc): tearing down; the daemons' logs are kept in $WORK_DIR.log.failed"
         [ -d "$WORK_DIR/log" ] && rm -rf "$WORK_DIR.log.failed" && cp -a "$WORK_DIR/log" "$WORK_DIR.log.failed" 2>/dev/null || true
+        # The logs' last lines here too: a caller that removes the work directory (a
+        # test's temporary one) keeps the reason in what it prints.
+        for f in "$WORK_DIR"/log/*.log; do
+            [ -s "$f" ] && { echo "--- ${f##*/}:"; tail -n 8 "$f"; } >&2
+        done
         same_options >/dev/null
         "$HERE/down.sh" "${SAME[@]}" >&2 || true
     fi
@@ -125,8 +130,12 @@ EOF
     id=$(cephc osd create 2>>"$WORK_DIR/log/cli.log") \
         || die "ceph osd create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
     [ "$id" = 0 ] || die "the new OSD is osd.$id, not osd.0"
-    ceph-osd -c "$CONF" -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log"
-    ceph-osd -c "$CONF" -i 0 2>>"$WORK_DIR/log/mkfs.log"
+    # On a loaded machine the OSD's first contact with the new monitor can time out:
+    # one more try after a pause before giving up.
+    ceph-osd -c "$CONF" -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log" \
+        || { sleep 2; ceph-osd -c "$CONF" -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log"; }
+    ceph-osd -c "$CONF" -i 0 2>>"$WORK_DIR/log/mkfs.log" \
+        || { sleep 2; ceph-osd -c "$CONF" -i 0 2>>"$WORK_DIR/log/mkfs.log"; }
     state_add daemon osd.0:ceph-osd
 
     say "making file system 'cephfs' and starting the MDS"
