@@ -35,6 +35,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod coordinator;

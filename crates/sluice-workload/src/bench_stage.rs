@@ -10,50 +10,15 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use sluice_control::clock::MonotonicClock;
 use sluice_core::bucket::Limit;
 use sluice_core::classify::Compiled;
 use sluice_core::config::StageConfig;
-use sluice_core::gate::{Clock, Gate, Size, ThreadState};
+use sluice_core::gate::{Gate, Size, ThreadState};
 use sluice_core::op::Op;
 use sluice_core::path::is_normal;
 use sluice_core::rule::{Identity, parse_rule};
 use sluice_core::segment::Segment;
-
-/// CLOCK_MONOTONIC and CLOCK_MONOTONIC_COARSE, as the stage reads them.
-struct Monotonic;
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-impl Clock for Monotonic {
-    fn now_ns(&self) -> u64 {
-        clock_ns(libc::CLOCK_MONOTONIC)
-    }
-    fn coarse_ns(&self) -> u64 {
-        clock_ns(libc::CLOCK_MONOTONIC_COARSE)
-    }
-    fn coarse_resolution_ns(&self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid timespec.
-        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-        ts.tv_nsec as u64
-    }
-    // The benchmark's rate is never reached and nobody changes it: a plain sleep will do.
-    fn wait_until(&self, deadline: u64, _word: &std::sync::atomic::AtomicU32, _seen: u32) {
-        let now = self.now_ns();
-        std::thread::sleep(Duration::from_nanos(deadline.saturating_sub(now)));
-    }
-}
 
 /// Figures of one run.
 #[derive(Clone, Debug)]
@@ -120,12 +85,12 @@ impl Bench {
         if places.is_managed(place) {
             // The hooks' managed lane, and the full admission when it cannot take the call.
             if let Some(lone) = self.compiled.lone_count_channel(Op::Getattr, place)
-                && gate.pass_from_batch(ts, &Monotonic, Op::Getattr, lone)
+                && gate.pass_from_batch(ts, &MonotonicClock, Op::Getattr, lone)
             {
                 return;
             }
-            let t = gate.admit(ts, &Monotonic, Op::Getattr, place, Size::Known(0));
-            gate.finish(ts, &Monotonic, t, 0);
+            let t = gate.admit(ts, &MonotonicClock, Op::Getattr, place, Size::Known(0));
+            gate.finish(ts, &MonotonicClock, t, 0);
         } else {
             gate.unmanaged(ts);
         }

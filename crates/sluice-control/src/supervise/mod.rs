@@ -27,12 +27,13 @@ use std::io::Write as _;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
-use sluice_core::gate::{Clock, Gate, Size, ThreadState};
+use sluice_core::gate::{Gate, Size, ThreadState};
+
+use crate::clock::MonotonicClock;
 use sluice_core::path::{PATH_MAX, mounts_of_types, resolve_into};
 use sluice_core::rule::Identity;
 
@@ -309,8 +310,8 @@ impl Serve {
             gate.unmanaged(&mut self.ts);
             return;
         }
-        let ticket = gate.admit(&mut self.ts, &SysClock, op, place, Size::Known(0));
-        gate.finish(&mut self.ts, &SysClock, ticket, 0);
+        let ticket = gate.admit(&mut self.ts, &MonotonicClock, op, place, Size::Known(0));
+        gate.finish(&mut self.ts, &MonotonicClock, ticket, 0);
     }
 
     /// The thread `tid`'s entry, made on its first call (or after it exec'ed).
@@ -473,59 +474,6 @@ fn read_string(mem: &File, addr: u64, out: &mut [u8; PATH_MAX]) -> Result<usize,
         }
     }
     Err(Target::Unjudged)
-}
-
-/// The clock the supervisor admits by: the stage's (CLOCK_MONOTONIC, and a shared futex
-/// wait on the bucket's generation, so that a rate change wakes it).
-struct SysClock;
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-impl Clock for SysClock {
-    fn now_ns(&self) -> u64 {
-        clock_ns(libc::CLOCK_MONOTONIC)
-    }
-    fn coarse_ns(&self) -> u64 {
-        clock_ns(libc::CLOCK_MONOTONIC_COARSE)
-    }
-    fn coarse_resolution_ns(&self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid timespec.
-        match unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } {
-            0 => ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-            _ => 10_000_000,
-        }
-    }
-    fn wait_until(&self, deadline: u64, word: &AtomicU32, seen: u32) {
-        let ts = libc::timespec {
-            tv_sec: (deadline / 1_000_000_000) as libc::time_t,
-            tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: `word` is a valid, aligned 32-bit word of the mapped segment; with
-        // FUTEX_WAIT_BITSET the timeout is an absolute CLOCK_MONOTONIC time.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT_BITSET,
-                seen,
-                &ts as *const libc::timespec,
-                std::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
-            )
-        };
-    }
 }
 
 fn errno() -> i32 {
