@@ -45,7 +45,7 @@ fn all_symbols() -> Vec<Symbol> {
 fn render() -> String {
     let mut s = String::from(
         "# Operations\n\n\
-         Generated from the stage's hook table (`crates/sluice-stage/src/hooks/table.rs`) by\n\
+         Generated from the stage's table of symbols (`crates/sluice-stage/src/symbols.rs`) by\n\
          `SLUICE_BLESS=1 cargo test -p sluice-stage`; do not edit by hand.\n\n\
          Every intercepted libc symbol, the operation (`op=`) it is counted and held as, its\n\
          class (`class=`), and how its target is found. Bookkeeping symbols keep the stage's\n\

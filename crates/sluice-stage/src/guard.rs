@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 use sluice_core::gate::{Gate, ThreadState};
 use sluice_core::segment::{Segment, bump};
 
+use crate::abi::TLS_BYTES;
 use crate::hot::HOT;
 
 /// The block's layout. Its first fields are the shim's `struct head`, which the shim's
@@ -46,25 +47,10 @@ const _: () = assert!(
     "guard::Local no longer starts with shim.c's struct head"
 );
 
-/// The size the shim gives the block (build.rs sets it for both languages).
-const TLS_BYTES: usize = parse(env!("SLUICE_TLS_BYTES"));
-
 const _: () = assert!(
     size_of::<Local>() <= TLS_BYTES && align_of::<Local>() <= 64,
     "guard::Local outgrew the shim's thread-local block: raise TLS_BYTES in build.rs"
 );
-
-/// A number build.rs passes in the environment, read at compile time.
-pub(crate) const fn parse(s: &str) -> usize {
-    let b = s.as_bytes();
-    let mut n = 0;
-    let mut i = 0;
-    while i < b.len() {
-        n = n * 10 + (b[i] - b'0') as usize;
-        i += 1;
-    }
-    n
-}
 
 unsafe extern "C" {
     /// This thread's block (shim.c).

@@ -3,11 +3,11 @@
  * - The C-variadic entry points (printf, fprintf, scanf, ...). Each takes its va_list and
  *   calls the stage's hook of the matching v-variant (vprintf, vfprintf, vscanf, ...),
  *   which classifies, admits, calls the real v-variant and counts. The hooks live in
- *   Rust (hooks/table.rs); the pairs below are checked against its `variadic` list by a
+ *   Rust (symbols.rs); the pairs below are checked against its `variadic` list by a
  *   unit test, and build.rs exports every name a VARIADIC line defines. A call on a
  *   stream the descriptor table already knows to be unmanaged (a terminal, a pipe,
  *   /dev/null) skips the hook: counted, guarded and passed to the real v-variant here.
- * - The descriptor table's bytes (fdtable.rs gives them their meaning), so that this
+ * - The descriptor table's bytes (tables/fdtable.rs gives them their meaning), so that this
  *   fast path reads them without a call.
  * - The stage's thread-local block, in the initial-exec model: a preloaded library may
  *   use it, and it costs a load from the thread pointer where Rust's general-dynamic
@@ -64,7 +64,7 @@ ptrdiff_t sluice_tls_offset(void) {
 
 /* ---- the descriptor table ------------------------------------------------------------ */
 
-/* One byte per descriptor (fdtable.rs owns its meaning); here so that the variadic entry
+/* One byte per descriptor (tables/fdtable.rs owns its meaning); here so that the variadic entry
  * points below read it without a call. In .bss: its pages cost memory only once touched. */
 unsigned char sluice_fd_table[SLUICE_FD_TABLE_LEN];
 

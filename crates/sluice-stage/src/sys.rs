@@ -1,10 +1,7 @@
 //! The stage's own system calls, made raw so that they never enter a hook and never
 //! touch a libc buffer the application owns.
 
-use std::ffi::{CStr, c_void};
-use std::sync::atomic::Ordering;
-
-use crate::hot::HOT;
+use std::ffi::CStr;
 
 /// Result of a raw call: the value, or the errno.
 pub type SysResult = Result<usize, i32>;
@@ -126,91 +123,4 @@ pub fn getcwd(buf: &mut [u8]) -> SysResult {
     // SAFETY: buf valid for its length.
     check(unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
         .map(|n| n.saturating_sub(1))
-}
-
-/// The name the kernel gives `clock_gettime` in its vDSO.
-#[cfg(target_arch = "x86_64")]
-const VDSO_CLOCK_GETTIME_NAME: &CStr = c"__vdso_clock_gettime";
-#[cfg(not(target_arch = "x86_64"))]
-const VDSO_CLOCK_GETTIME_NAME: &CStr = c"__kernel_clock_gettime";
-
-/// Finds the vDSO's `clock_gettime`, so that [`clock_ns`] calls it directly: glibc's
-/// wrapper adds a call and a check to every read (a coarse read cost 6.8 ns through it
-/// and 4.2 ns without, on this project's VM). Called once at start.
-pub fn find_vdso_clock() {
-    // SAFETY: NUL-terminated names. RTLD_NOLOAD only looks the vDSO up among the objects
-    // the loader already has: nothing is loaded, nothing runs.
-    let f = unsafe {
-        let h = libc::dlopen(
-            c"linux-vdso.so.1".as_ptr(),
-            libc::RTLD_NOW | libc::RTLD_NOLOAD,
-        );
-        if h.is_null() {
-            return;
-        }
-        let f = libc::dlsym(h, VDSO_CLOCK_GETTIME_NAME.as_ptr());
-        // The vDSO is never unmapped: its functions outlive the handle.
-        libc::dlclose(h);
-        f
-    };
-    HOT.vdso_clock_gettime.store(f, Ordering::Relaxed);
-}
-
-/// Nanoseconds on `clock` (read through the vDSO: no system call).
-#[inline]
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    type ClockGettime = unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -> i32;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    let vdso = HOT.vdso_clock_gettime.load(Ordering::Relaxed);
-    let f: ClockGettime = if vdso.is_null() {
-        libc::clock_gettime
-    } else {
-        // SAFETY: the vDSO's clock_gettime, whose C signature is glibc's.
-        unsafe { std::mem::transmute::<*mut c_void, ClockGettime>(vdso) }
-    };
-    // SAFETY: ts is a valid timespec; the monotonic clocks always exist.
-    unsafe { f(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The resolution of `clock` in nanoseconds (10 ms if the kernel will not say).
-pub fn clock_resolution_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec.
-    match unsafe { libc::clock_getres(clock, &mut ts) } {
-        0 => ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-        _ => 10_000_000,
-    }
-}
-
-/// Sleeps until CLOCK_MONOTONIC reads `deadline` or until another process changes `word`
-/// from `seen` and wakes it (a shared futex: the word lives in a segment mapped by several
-/// processes). Returns early on a wake-up, on a signal (its handler has run) or if `word`
-/// had already changed; the caller re-checks. errno is left as it was.
-pub fn futex_wait_until(word: &std::sync::atomic::AtomicU32, seen: u32, deadline: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
-    };
-    keep_errno(|| {
-        // SAFETY: `word` is a valid, aligned 32-bit word for the life of the call; with
-        // FUTEX_WAIT_BITSET the timeout is an absolute CLOCK_MONOTONIC time.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT_BITSET,
-                seen,
-                &ts as *const libc::timespec,
-                std::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
-            )
-        };
-    });
 }

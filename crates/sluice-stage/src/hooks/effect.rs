@@ -2,16 +2,15 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::Ret;
-use crate::fdtable::{self, Entry};
-use crate::state;
-use crate::state::State;
-use crate::stream;
-use crate::target::dir_fd;
+use crate::admit::Ret;
+use crate::locate::{self, Target, dir_fd};
+use crate::state::{self, State};
+use crate::tables::fdtable::{self, Entry};
+use crate::tables::stream;
 
 /// A call's effect on the stage's tables.
 #[derive(Clone, Copy, Debug)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// None.
     None,
     /// The result is a new descriptor for the target.
@@ -40,7 +39,7 @@ pub enum Effect {
 
 /// `fcntl` duplicates only for these commands.
 #[cfg_attr(test, allow(dead_code))]
-pub fn fcntl_effect(fd: c_int, cmd: c_int) -> Effect {
+pub(crate) fn fcntl_effect(fd: c_int, cmd: c_int) -> Effect {
     match cmd {
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => Effect::Dup(fd),
         _ => Effect::None,
@@ -49,7 +48,7 @@ pub fn fcntl_effect(fd: c_int, cmd: c_int) -> Effect {
 
 /// `close_range` with CLOSE_RANGE_CLOEXEC only marks descriptors close-on-exec.
 #[cfg_attr(test, allow(dead_code))]
-pub fn close_range_effect(first: c_uint, last: c_uint, flags: c_int) -> Effect {
+pub(crate) fn close_range_effect(first: c_uint, last: c_uint, flags: c_int) -> Effect {
     if flags as c_uint & libc::CLOSE_RANGE_CLOEXEC != 0 {
         Effect::None
     } else {
@@ -60,7 +59,7 @@ pub fn close_range_effect(first: c_uint, last: c_uint, flags: c_int) -> Effect {
 /// `mode` is there only when `flags` create a file; otherwise it is whatever the register
 /// held, and must not be read.
 #[cfg_attr(test, allow(dead_code))]
-pub fn open_mode(flags: c_int, mode: c_uint) -> c_uint {
+pub(crate) fn open_mode(flags: c_int, mode: c_uint) -> c_uint {
     if flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE {
         mode
     } else {
@@ -69,9 +68,24 @@ pub fn open_mode(flags: c_int, mode: c_uint) -> c_uint {
 }
 
 impl Effect {
+    /// Whether a glance's answer is all that is needed to record this effect on `target`:
+    /// a path opened, a descriptor closed, or no effect. (A glance places a path; only a
+    /// full lookup says whether places lie below a directory a `chdir` enters.)
+    #[inline(always)]
+    pub(crate) fn recorded_at_a_glance(self, target: Target) -> bool {
+        match target {
+            Target::Path(_) | Target::At(libc::AT_FDCWD, _) => matches!(
+                self,
+                Effect::None | Effect::OpenFd | Effect::OpenFile | Effect::OpenDir
+            ),
+            Target::Fd(_) => matches!(self, Effect::None | Effect::Close(_)),
+            _ => false,
+        }
+    }
+
     /// Whether the target's entry is remembered (so it must say what lies below it).
     #[inline]
-    pub fn remembers(self) -> bool {
+    pub(crate) fn remembers(self) -> bool {
         matches!(
             self,
             Effect::OpenFd | Effect::OpenFile | Effect::OpenDir | Effect::Reopen(_)
@@ -81,7 +95,7 @@ impl Effect {
     /// Before the real call: forget what is being closed, so that a descriptor number
     /// another thread reuses at once is not wiped after it was recorded.
     #[inline(always)]
-    pub fn before(self) {
+    pub(crate) fn before(self) {
         match self {
             Effect::Close(fd) => fdtable::clear(fd),
             Effect::CloseFile(f) | Effect::Reopen(f) => {
@@ -101,7 +115,7 @@ impl Effect {
 
     /// After the real call: record what it opened, duplicated or moved to.
     #[inline(always)]
-    pub fn after<R: Ret>(self, st: &State, ret: R, entry: Option<Entry>) {
+    pub(crate) fn after<R: Ret>(self, st: &State, ret: R, entry: Option<Entry>) {
         let record = |fd: Option<c_int>| {
             if let Some(fd) = fd {
                 match entry {
@@ -122,7 +136,7 @@ impl Effect {
                 }
             }
             Effect::Chdir | Effect::Fchdir if ret.ok() && state::own_process() => {
-                state::learn_cwd(st)
+                locate::learn_cwd(st)
             }
             _ => {}
         }

@@ -14,10 +14,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use sluice_core::path::{MAX_PLACES, MountTable, PlaceIdx};
 
-use crate::guard::parse;
-
 /// Descriptors at or above this number are classified on every call, uncached.
-pub const TABLE_LEN: usize = parse(env!("SLUICE_FD_TABLE_LEN"));
+pub const TABLE_LEN: usize = crate::abi::FD_TABLE_LEN;
 
 unsafe extern "C" {
     /// The table (shim.c), `TABLE_LEN` bytes.

@@ -3,12 +3,12 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use crate::probe;
+use crate::memory::probe;
 use crate::real::Failure;
-use crate::stream;
+use crate::tables::stream;
 
 /// A C return type the stage understands.
-pub trait Ret: Copy + Failure {
+pub(crate) trait Ret: Copy + Failure {
     /// The descriptor it stands for, when it is one (`open`, `dup`).
     fn as_fd(self) -> Option<c_int> {
         None
@@ -72,7 +72,7 @@ impl<T> Ret for *mut T {
 
 /// How many bytes a call moved, read from its result.
 #[derive(Clone, Copy, Debug)]
-pub enum Moved {
+pub(crate) enum Moved {
     /// None: metadata calls.
     Nothing,
     /// The result is the byte count (`read`, `write`).
@@ -102,7 +102,7 @@ impl Moved {
     /// What must be known before the call to work out what it moved: the stream's
     /// position, or what its buffer holds; 0 for the others.
     #[inline]
-    pub fn before(self) -> u64 {
+    pub(crate) fn before(self) -> u64 {
         match self {
             Moved::Position(f) => stream::position(f).unwrap_or(u64::MAX),
             Moved::Flushed(f, _) => stream::pending(f),
@@ -113,7 +113,7 @@ impl Moved {
 
     /// The bytes `ret` says were moved; `before` is what [`Moved::before`] returned.
     #[inline]
-    pub fn of<R: Ret>(self, ret: R, before: u64) -> u64 {
+    pub(crate) fn of<R: Ret>(self, ret: R, before: u64) -> u64 {
         match self {
             Moved::Nothing => 0,
             Moved::Ret => ret.count(),
@@ -147,6 +147,6 @@ impl Moved {
 
 /// The length of a C string (`fputs`), 0 for one the stage cannot read: libc then faults
 /// on it as it would without the stage.
-pub fn c_len(s: *const c_char) -> u64 {
+pub(crate) fn c_len(s: *const c_char) -> u64 {
     probe::scan(s).map_or(0, |scan| scan.len as u64)
 }

@@ -1,7 +1,7 @@
 //! The stage's handler of SIGSEGV and SIGBUS, and the application's own dispositions of
 //! the two, which it keeps exactly as without the stage.
 //!
-//! The reads in [`crate::probe`] may fault on an address the application passed; the
+//! The reads in [`super::probe`] may fault on an address the application passed; the
 //! handler installed here ([`on_fault`]) resumes a thread that faulted inside them at
 //! their common exit. Every other SIGSEGV and SIGBUS is the application's, delivered
 //! with the disposition the application set:
@@ -50,7 +50,7 @@ use std::ffi::{c_int, c_void};
 use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, fence};
 
-use crate::probe;
+use super::probe;
 use crate::real::{Slot, missing};
 use crate::sys;
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use sluice_core::path::PATH_MAX;
 
-use crate::fdtable::Entry;
+use super::fdtable::Entry;
 
 const WORDS: usize = PATH_MAX / 8;
 

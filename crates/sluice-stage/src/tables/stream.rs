@@ -8,12 +8,11 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::memory::probe;
 use crate::real::Slot;
-use crate::{probe, sys};
+use crate::sys;
 
 unsafe extern "C" {
-    #[cfg_attr(target_pointer_width = "64", allow(dead_code))]
-    fn sluice_file_fd(f: *const c_void) -> c_int;
     fn sluice_file_pending(f: *const c_void) -> usize;
     fn sluice_file_unread(f: *const c_void) -> usize;
     fn sluice_file_position(f: *const c_void) -> i64;
@@ -29,40 +28,6 @@ unsafe extern "C" {
 pub fn fd(f: *mut c_void) -> Option<c_int> {
     probe::stream_fd(f).ok().flatten()
 }
-
-/// The descriptor under a non-null stream, or -1, read as it stands: the plain read
-/// [`probe::stream_fd`] makes where it has no routine of its own.
-///
-/// # Safety
-/// `f` points to a readable FILE.
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) unsafe fn plain_fd(f: *mut c_void) -> c_int {
-    #[cfg(target_pointer_width = "64")]
-    // SAFETY: the caller's promise: a FILE, whose `_flags` (an int) come first and whose
-    // `_fileno` (an int) lies at the offset the shim checks against glibc's header at
-    // build time.
-    return unsafe {
-        let flags = f.cast::<c_int>().read();
-        let fileno = f.byte_add(FILENO_OFFSET).cast::<c_int>().read();
-        if flags & IO_IS_FILEBUF != 0 {
-            fileno
-        } else {
-            -1
-        }
-    };
-    #[cfg(not(target_pointer_width = "64"))]
-    // SAFETY: the caller's promise.
-    unsafe {
-        sluice_file_fd(f)
-    }
-}
-
-/// glibc's flag of a stream over a descriptor (libio.h).
-#[cfg(all(target_pointer_width = "64", not(target_arch = "x86_64")))]
-const IO_IS_FILEBUF: c_int = 0x2000;
-/// Where glibc's `FILE` keeps `_fileno` (build.rs; the shim checks it).
-#[cfg(target_pointer_width = "64")]
-pub(crate) const FILENO_OFFSET: usize = crate::guard::parse(env!("SLUICE_FILE_FILENO_OFFSET"));
 
 /// Bytes written into `f`'s buffer and not yet passed to the kernel.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
