@@ -58,10 +58,13 @@ fn main() {
     );
 }
 
-/// The names the shim's `VARIADIC(name, …)` lines define.
+/// The names the shim's `VARIADIC(name, …)` and `ARGLIST(name, …)` lines define.
 fn variadic_names(text: &str) -> Vec<&str> {
     text.lines()
-        .filter_map(|l| l.strip_prefix("VARIADIC("))
+        .filter_map(|l| {
+            l.strip_prefix("VARIADIC(")
+                .or_else(|| l.strip_prefix("ARGLIST("))
+        })
         .filter_map(|rest| rest.split(',').next())
         .map(str::trim)
         .collect()

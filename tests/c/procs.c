@@ -3,7 +3,13 @@
  *        procs threads N K FILE    N threads (all started before any is joined), K stats each
  *        procs vfork PROG ARGS...  vfork() then execv(PROG, ARGS); waits for it
  *        procs spawn PROG ARGS...  posix_spawn(PROG, ARGS); waits for it
+ *        procs cleared HOW PROG A B  starts PROG A B with an empty environment, through HOW:
+ *                                    execl, execlp, execle, execv, execvp, execve, execvpe,
+ *                                    fexecve (each in a forked child), vfork (then execve),
+ *                                    spawn or spawnp; waits for it
  * Exits 1 if any call, child or thread failed. */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -34,6 +40,47 @@ static int reap(pid_t pid) {
     int status;
     if (waitpid(pid, &status, 0) != pid) return 1;
     return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* Starts args[0] with args[1] and args[2] and an empty environment, through `how`. */
+static int cleared(const char *how, char **args) {
+    char *empty[] = {NULL};
+    char *prog = args[0];
+    char *argv3[] = {args[0], args[1], args[2], NULL};
+    pid_t pid;
+    if (!strcmp(how, "spawn") || !strcmp(how, "spawnp")) {
+        int (*spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                     const posix_spawnattr_t *, char *const[], char *const[]) =
+            how[5] == 'p' ? posix_spawnp : posix_spawn;
+        return spawn(&pid, prog, NULL, NULL, argv3, empty) != 0 || reap(pid);
+    }
+    if (!strcmp(how, "vfork")) {
+        pid = vfork();
+        if (pid == 0) {
+            execve(prog, argv3, empty);
+            _exit(127);
+        }
+        return pid < 0 || reap(pid);
+    }
+    pid = fork();
+    if (pid != 0) return pid < 0 || reap(pid);
+    if (!strcmp(how, "execle")) {
+        execle(prog, prog, args[1], args[2], (char *)NULL, empty);
+    } else if (!strcmp(how, "execve")) {
+        execve(prog, argv3, empty);
+    } else if (!strcmp(how, "execvpe")) {
+        execvpe(prog, argv3, empty);
+    } else if (!strcmp(how, "fexecve")) {
+        fexecve(open(prog, O_RDONLY | O_CLOEXEC), argv3, empty);
+    } else {
+        /* The forms that pass the process's own environment: emptied first. */
+        clearenv();
+        if (!strcmp(how, "execl")) execl(prog, prog, args[1], args[2], (char *)NULL);
+        if (!strcmp(how, "execlp")) execlp(prog, prog, args[1], args[2], (char *)NULL);
+        if (!strcmp(how, "execv")) execv(prog, argv3);
+        if (!strcmp(how, "execvp")) execvp(prog, argv3);
+    }
+    _exit(127);
 }
 
 int main(int argc, char **argv) {
@@ -78,6 +125,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "spawn")) {
         pid_t pid;
         failed = posix_spawn(&pid, argv[2], NULL, NULL, argv + 2, environ) != 0 || reap(pid);
+    } else if (!strcmp(mode, "cleared") && argc == 6) {
+        failed = cleared(argv[2], argv + 3);
     } else {
         fprintf(stderr, "procs: bad arguments\n");
         return 2;

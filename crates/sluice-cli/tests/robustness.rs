@@ -205,6 +205,54 @@ fn vfork_and_posix_spawn_children_are_limited() {
     }
 }
 
+/// A program a job starts with a cleared environment (as `env -i` does, or Python's
+/// `subprocess.run(…, env={})`) carries the stage all the same, whichever call starts it:
+/// its stats are counted and held by the job's rule.
+#[test]
+fn children_started_with_a_cleared_environment_are_held() {
+    let fsdo = c_prog("fsdo");
+    for how in [
+        "execl", "execlp", "execle", "execv", "execvp", "execve", "execvpe", "fexecve", "vfork",
+        "spawn", "spawnp",
+    ] {
+        procs(
+            "op=getattr rate=100k/s",
+            &argv!["cleared", how, fsdo, "stat@20", "FILE"],
+            20,
+        );
+    }
+    let s = Scratch::new();
+    let python = "import subprocess, sys; subprocess.run(sys.argv[1:], env={}, check=True)";
+    for (case, cmd) in [
+        (
+            "env -i",
+            argv!["env", "-i", fsdo, "stat@20", &s.file].to_vec(),
+        ),
+        (
+            "env -u",
+            argv![
+                "env",
+                "-u",
+                "LD_PRELOAD",
+                "-u",
+                "SLUICE_SEGMENT",
+                fsdo,
+                "stat@20",
+                &s.file
+            ]
+            .to_vec(),
+        ),
+        (
+            "python subprocess env={}",
+            argv!["python3", "-c", python, fsdo, "stat@20", &s.file].to_vec(),
+        ),
+    ] {
+        let run = s.sluice().rule("op=getattr rate=100k/s").exec(&cmd);
+        let stats = run.ok();
+        assert_eq!(stats.calls("getattr"), 20, "{case}: {}", stats.0);
+    }
+}
+
 #[test]
 fn fifty_forked_children_count_exactly_one_thousand_stats() {
     procs(

@@ -15,10 +15,12 @@ use crate::log::log;
 use crate::memory::signals;
 use crate::state::{self, State};
 use crate::tables::{cwd, fdtable};
-use crate::{clock, guard, hooks, locate, sys};
+use crate::{clock, exec, guard, hooks, locate, sys};
 
 /// The environment variable that names the job's segment file.
 const SEGMENT_ENV: &CStr = c"SLUICE_SEGMENT";
+/// The environment variable that names the libraries the loader preloads.
+const PRELOAD_ENV: &CStr = c"LD_PRELOAD";
 /// The environment variable that names the stage's log file.
 const LOG_ENV: &CStr = c"SLUICE_LOG";
 
@@ -61,6 +63,7 @@ pub(crate) fn init() {
             // SAFETY: the constructor's one call.
             let state = unsafe { state.publish() };
             locate::learn_cwd(state);
+            exec::remember(getenv(PRELOAD_ENV), path);
             // The shim's fast path for streams on unmanaged targets, last: until the
             // table of unmanaged bytes is published, every call takes the hooks.
             if hooks::publish_shim_reals() {

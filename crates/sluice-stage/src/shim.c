@@ -7,6 +7,8 @@
  *   unit test, and build.rs exports every name a VARIADIC line defines. A call on a
  *   stream the descriptor table already knows to be unmanaged (a terminal, a pipe,
  *   /dev/null) skips the hook: counted, guarded and passed to the real v-variant here.
+ * - The C-variadic exec functions (execl, execlp, execle), each calling the stage's hook
+ *   of its array form (exec.rs); build.rs exports every name an ARGLIST line defines.
  * - The descriptor table's bytes (tables/fdtable.rs gives them their meaning), so that this
  *   fast path reads them without a call.
  * - The stage's thread-local block, in the initial-exec model: a preloaded library may
@@ -159,6 +161,40 @@ VARIADIC(scanf, vscanf, fmt, stream_fd(stdin), (const char *fmt, ...), (fmt, ap)
 VARIADIC(fscanf, vfscanf, fmt, stream_fd(stream), (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
 VARIADIC(__isoc99_scanf, __isoc99_vscanf, fmt, stream_fd(stdin), (const char *fmt, ...), (fmt, ap))
 VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, fmt, stream_fd(stream), (FILE *stream, const char *fmt, ...), (stream, fmt, ap))
+
+/* ---- the C-variadic exec functions ------------------------------------------------------- */
+
+/* The stage's hooks of the array forms (Rust, exec.rs), which carry the stage into the
+ * program started. */
+int execv(const char *, char *const[]);
+int execvp(const char *, char *const[]);
+int execve(const char *, char *const[], char *const[]);
+
+/* NAME(FIRST, ARG, ..., NULL[, envp]) collects its arguments into an array on the stack,
+ * as glibc's own does (ARG first, then every argument up to and with the NULL; for
+ * execle the environment after it), and calls the stage's hook of its array form. */
+#define ARGLIST(name, first, call, with_envp)                                               \
+    EXPORT int name(const char *first, const char *arg, ...) {                              \
+        size_t argc = 1;                                                                    \
+        va_list ap;                                                                         \
+        va_start(ap, arg);                                                                  \
+        while (va_arg(ap, const char *) != NULL)                                            \
+            argc++;                                                                         \
+        va_end(ap);                                                                         \
+        char *argv[argc + 1];                                                               \
+        argv[0] = (char *)arg;                                                              \
+        va_start(ap, arg);                                                                  \
+        for (size_t i = 1; i <= argc; i++)                                                  \
+            argv[i] = va_arg(ap, char *);                                                   \
+        char *const *envp = with_envp ? va_arg(ap, char *const *) : NULL;                   \
+        va_end(ap);                                                                         \
+        (void)envp;                                                                         \
+        return call;                                                                        \
+    }
+
+ARGLIST(execl, path, execv(path, argv), 0)
+ARGLIST(execlp, file, execvp(file, argv), 0)
+ARGLIST(execle, path, execve(path, argv, envp), 1)
 
 /* ---- glibc's FILE ------------------------------------------------------------------------ */
 
