@@ -20,6 +20,7 @@ mod replay;
 mod report_cmd;
 mod rule_cmd;
 mod run;
+mod supervise_cmd;
 mod top;
 mod trace;
 
@@ -79,6 +80,8 @@ enum Command {
     /// Man pages and shell completions, for packagers.
     #[command(subcommand, hide = true)]
     Generate(generate::GenerateCmd),
+    #[command(hide = true)]
+    Supervise(supervise_cmd::SuperviseArgs),
 }
 
 /// Bad input: reported with exit code 2.
@@ -97,6 +100,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => a.run(),
+        Command::Supervise(a) => a.run(),
         Command::Attach(a) => a.run(),
         Command::Experiment(c) => c.run(),
         Command::Local(a) => a.run(),

@@ -3,7 +3,7 @@
 
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
@@ -54,6 +54,16 @@ pub struct RunArgs {
     /// Never attach to a local controller.
     #[arg(long, conflicts_with = "socket")]
     standalone: bool,
+    #[command(flatten)]
+    io_uring: IoUringArg,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// What a job does with io_uring (`sluice run`, `sluice supervise`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub(crate) struct IoUringArg {
     /// io_uring in the job: 'allow' lets programs set up rings (what moves through them
     /// is not held); 'deny' answers io_uring_setup with ENOSYS, as a kernel without
     /// io_uring would, so that programs fall back to plain calls, which are held. Sites
@@ -64,10 +74,7 @@ pub struct RunArgs {
         env = "SLUICE_IO_URING",
         default_value = "allow"
     )]
-    io_uring: IoUring,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    command: Vec<String>,
+    pub(crate) io_uring: IoUring,
 }
 
 /// A job as its launcher describes it: its rules, the places it manages, its id, and the
@@ -159,67 +166,28 @@ impl RunArgs {
             preload = format!("{preload}:{}", old.to_string_lossy());
         }
         let why = find_command(&self.command[0]).and_then(|p| inspect(&p).ok().flatten());
-        let (filter, port) = match Filter::new(why.is_some(), self.io_uring)
-            .context("cannot prepare the seccomp filter")?
-        {
-            Some((f, port)) => (Some(f), port),
-            None => (None, None),
-        };
         let mut cmd = Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
             .env("LD_PRELOAD", preload)
             .env("SLUICE_SEGMENT", seg.path());
-        // SAFETY: the closure resets signal dispositions and installs the filter, which
-        // makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
-        unsafe {
-            cmd.pre_exec(move || {
-                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-                match &filter {
-                    Some(f) => f.install(),
-                    None => Ok(()),
-                }
-            })
-        };
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
-            // As env(1) and the shells do: 127 when the command is not there, 126 when it
-            // cannot be run.
-            Err(e) => {
-                eprintln!("sluice: cannot run '{}': {e}", self.command[0]);
-                return Ok(if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                });
+        let held = start(
+            &mut cmd,
+            why.is_some(),
+            self.io_uring.io_uring,
+            seg.path(),
+            self.spec.job_uid(),
+        )?;
+        let Held {
+            mut child,
+            supervisor,
+        } = match held {
+            Ok(held) => held,
+            Err(code) => {
+                eprintln!("sluice: cannot run '{}': {}", self.command[0], code.1);
+                return Ok(code.0);
             }
         };
-        CHILD.store(child.id() as i32, Ordering::Relaxed);
-        let supervisor = match port {
-            Some(port) => {
-                let listener = port
-                    .receive()
-                    .context("cannot receive the supervised program's listener")?
-                    .context("the supervised program sent no listener")?;
-                let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
-                Some(Supervisor::start(
-                    listener,
-                    seg.path(),
-                    self.spec.job_uid(),
-                    log,
-                )?)
-            }
-            None => None,
-        };
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            // SAFETY: `forward` is an async-signal-safe handler.
-            unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
-        }
-        let status = child.wait().context("cannot wait for the command")?;
-        let code = status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        let code = wait_forwarding(&mut child)?;
         if let Some(out) = &self.stats {
             // Attached, the segment's rules and pools are the controller's, as of now.
             let (text, _) = seg.segment().config()?;
@@ -234,6 +202,78 @@ impl RunArgs {
         drop(attached);
         Ok(code)
     }
+}
+
+/// A job's program started: the child, and the supervisor holding its calls when it is
+/// one the stage cannot enter.
+pub(crate) struct Held {
+    /// The program.
+    pub(crate) child: Child,
+    /// Its supervisor, when it runs under the filter.
+    pub(crate) supervisor: Option<Supervisor>,
+}
+
+/// Starts `cmd` with the default dispositions of the signals a launcher forwards; under
+/// the seccomp filter, with a supervisor admitting its calls through the job's segment
+/// at `segment`, when `supervise` (the stage cannot enter it), and with io_uring denied
+/// when `io_uring` says so. A program that cannot be started is the exit code the shells
+/// give (127 not found, 126 not runnable) and why.
+pub(crate) fn start(
+    cmd: &mut Command,
+    supervise: bool,
+    io_uring: IoUring,
+    segment: &Path,
+    uid: u32,
+) -> Result<Result<Held, (i32, std::io::Error)>> {
+    let (filter, port) =
+        match Filter::new(supervise, io_uring).context("cannot prepare the seccomp filter")? {
+            Some((f, port)) => (Some(f), port),
+            None => (None, None),
+        };
+    // SAFETY: the closure resets signal dispositions and installs the filter, which
+    // makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            match &filter {
+                Some(f) => f.install(),
+                None => Ok(()),
+            }
+        })
+    };
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Err((127, e))),
+        Err(e) => return Ok(Err((126, e))),
+    };
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    let supervisor = match port {
+        Some(port) => {
+            let listener = port
+                .receive()
+                .context("cannot receive the supervised program's listener")?
+                .context("the supervised program sent no listener")?;
+            let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
+            Some(Supervisor::start(listener, segment, uid, log)?)
+        }
+        None => None,
+    };
+    Ok(Ok(Held { child, supervisor }))
+}
+
+/// Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to `child` and waits for it: its exit
+/// code, 128 + the signal when it was killed.
+pub(crate) fn wait_forwarding(child: &mut Child) -> Result<i32> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: `forward` is an async-signal-safe handler.
+        unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
+    }
+    let status = child.wait().context("cannot wait for the command")?;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 impl JobSpec {

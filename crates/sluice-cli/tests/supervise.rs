@@ -131,6 +131,17 @@ fn a_static_and_a_dynamic_process_share_one_budget() {
     assert_eq!(supervised(&stats), [(prog, "static".to_owned())]);
 }
 
+/// A dynamic program (which carries the stage) that execs a static one: the stage starts
+/// it through `sluice supervise`, and the two share the job's one budget.
+#[test]
+fn a_static_program_a_dynamic_one_starts_is_held_in_the_same_budget() {
+    let _serial = serial();
+    let dir = tmp_dir();
+    let child = dir.path().join("rate_static_child");
+    std::fs::copy(static_rate(), &child).unwrap();
+    check_rate(&c_prog("rate"), "exec", Some(&path_str(&child)));
+}
+
 /// `tests/go/NAME` built with the Go toolchain (offline: the standard library only),
 /// cached like the C programs.
 fn go_prog(name: &str) -> String {

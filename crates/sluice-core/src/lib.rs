@@ -28,6 +28,7 @@
 pub mod bucket;
 pub mod classify;
 pub mod config;
+pub mod elf;
 pub mod gate;
 pub mod hostlist;
 pub mod observe;

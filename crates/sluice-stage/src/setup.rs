@@ -63,7 +63,11 @@ pub(crate) fn init() {
             // SAFETY: the constructor's one call.
             let state = unsafe { state.publish() };
             locate::learn_cwd(state);
-            exec::remember(getenv(PRELOAD_ENV), path);
+            exec::remember(
+                getenv(PRELOAD_ENV),
+                path,
+                getenv(c"SLUICE_SUPERVISED").is_some(),
+            );
             // The shim's fast path for streams on unmanaged targets, last: until the
             // table of unmanaged bytes is published, every call takes the hooks.
             if hooks::publish_shim_reals() {

@@ -124,3 +124,38 @@ pub fn getcwd(buf: &mut [u8]) -> SysResult {
     check(unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
         .map(|n| n.saturating_sub(1))
 }
+
+/// `pread(fd, buf, at)`, whole: false unless `buf` was filled.
+pub fn pread_exact(fd: i32, buf: &mut [u8], at: u64) -> bool {
+    // SAFETY: buf is valid for its length.
+    check(unsafe { libc::syscall(libc::SYS_pread64, fd, buf.as_mut_ptr(), buf.len(), at) })
+        == Ok(buf.len())
+}
+
+/// Whether `path` names a regular file this process may execute.
+pub fn is_executable_file(path: &CStr) -> bool {
+    // SAFETY: path is NUL-terminated; the stat buffer is plain data written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let file = check(unsafe {
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &mut st,
+            0,
+        )
+    })
+    .is_ok()
+        && st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    // SAFETY: as above.
+    file && check(unsafe {
+        libc::syscall(
+            libc::SYS_faccessat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::X_OK,
+        )
+    })
+    .is_ok()
+}

@@ -176,8 +176,11 @@ impl Filter {
         }
         if let Some(sock) = &self.child_end {
             let sent = send_fd(sock.as_raw_fd(), fd as RawFd);
+            // A raw close: this process is under the filter now, and its launcher is still
+            // in `spawn`, not serving it yet; a preloaded stage's `close` would look the
+            // descriptor up in /proc (a supervised call) and wait for ever.
             // SAFETY: the descriptor was just returned by seccomp; it is in flight now.
-            unsafe { libc::close(fd as RawFd) };
+            unsafe { libc::syscall(libc::SYS_close, fd) };
             sent?;
         }
         Ok(())

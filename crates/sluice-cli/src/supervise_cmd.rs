@@ -1,0 +1,59 @@
+//! `sluice supervise` (hidden): how the stage starts a program it cannot enter.
+//!
+//! A managed process that execs a statically linked or Go program execs this instead
+//! (the `sluice` beside the stage, docs/limitations.md): it starts the program under the
+//! seccomp filter, admits its file calls through the job's segment (`SLUICE_SEGMENT`, in
+//! the environment the stage gave it), forwards signals to it, and exits as it exits. The
+//! program's descendants inherit the filter, and the mark `SLUICE_SUPERVISED` tells the
+//! stage in them not to start another supervisor.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::run::{Held, IoUringArg, start, wait_forwarding};
+
+/// Start a program the stage cannot enter (static, Go) under the job's budget, through
+/// seccomp. Started by the stage when a managed process execs such a program; not meant
+/// to be typed.
+#[derive(clap::Args, Debug)]
+pub struct SuperviseArgs {
+    /// The program's file.
+    #[arg(long, value_name = "PATH")]
+    exe: PathBuf,
+    #[command(flatten)]
+    io_uring: IoUringArg,
+    /// The program's argv[0] and its arguments.
+    #[arg(last = true, required = true, value_name = "ARGV")]
+    argv: Vec<OsString>,
+}
+
+impl SuperviseArgs {
+    /// Runs the program; returns its exit status (128 + signal when it was killed).
+    pub fn run(&self) -> Result<i32> {
+        let segment = std::env::var_os("SLUICE_SEGMENT")
+            .context("SLUICE_SEGMENT is not set: sluice supervise runs a job's program, started by the stage")?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg0(&self.argv[0])
+            .args(&self.argv[1..])
+            .env("SLUICE_SUPERVISED", "1");
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        match start(
+            &mut cmd,
+            true,
+            self.io_uring.io_uring,
+            Path::new(&segment),
+            uid,
+        )? {
+            Ok(Held { mut child, .. }) => wait_forwarding(&mut child),
+            Err((code, e)) => {
+                eprintln!("sluice: cannot run '{}': {e}", self.exe.display());
+                Ok(code)
+            }
+        }
+    }
+}
