@@ -484,10 +484,12 @@ impl PoolCmd {
                         "POOL", "CAPACITY", "ALGORITHM", "ESTIMATOR", "ALLOCATED", "USED", "JOBS"
                     );
                     for p in &reply.pools {
-                        // An automatic pool: the capacity found, its last p99 and target.
+                        // An automatic pool: the capacity found, the latency that steers it
+                        // (the p99 of sampled calls, or the server's mean reply), its target.
                         let capacity = if p.target_p99_s > 0.0 {
+                            let what = if p.latency_from_server { "mean" } else { "p99" };
                             format!(
-                                "{} (p99 {:.2}ms, target {}ms)",
+                                "{} ({what} {:.2}ms, target {}ms)",
                                 capacity_text(p),
                                 p.latency_p99_s * 1e3,
                                 p.target_p99_s * 1e3

@@ -327,6 +327,86 @@ fn an_automatic_pool_times_only_the_calls_it_watches() {
     assert!(stats_job.wait().unwrap().success() && creates.wait().unwrap().success());
 }
 
+/// An automatic pool steered by its server's own figures (`source`): a Lustre MDS's
+/// service statistics, written here as the server writes them, say every request took
+/// 10 ms against a 1 ms target, and the capacity backs off from its start each interval
+/// it may; `sluice pool list` labels the figure the server's mean. When the file stops
+/// making sense the pool keeps its last capacity and the log says so once.
+#[test]
+fn an_automatic_pool_backs_off_on_its_servers_mean_latency() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let stats = dir.path().join("mdt-stats");
+    let config = format!(
+        "interval = \"500ms\"\n[[pool]]\nname = \"md\"\nmatch = \"class=metadata\"\n\
+         capacity = \"auto\"\nalgorithm = \"psfa\"\n\
+         auto = {{ source = \"lustre-mdt:{}\", target = \"1ms\", start = \"2k/s\" }}\n",
+        path_str(&stats)
+    );
+    // The server's counters, rewritten every 100 ms: 100 more requests, each waiting
+    // 10 ms (req_waittime, in µs).
+    let write = |requests: u64, text: Option<&str>| {
+        let tmp = stats.with_extension("tmp");
+        let body = text.map_or_else(
+            || {
+                format!(
+                    "snapshot_time 1700000100.5 secs.usecs\n\
+                     req_waittime {requests} samples [usec] 1 20000 {} 1\n",
+                    requests * 10_000
+                )
+            },
+            str::to_owned,
+        );
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, &stats).unwrap();
+    };
+    write(0, None);
+    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let pool = || local.pools()["pools"][0].clone();
+    let capacity = || {
+        // "auto 1.4k/s", "auto 980/s"
+        let text = pool()["capacity"].as_str().unwrap_or_default().to_owned();
+        let rate = text.trim_start_matches("auto ").trim_end_matches("/s");
+        let (digits, scale) = match rate.strip_suffix('k') {
+            Some(d) => (d, 1e3),
+            None => (rate, 1.0),
+        };
+        digits.parse::<f64>().map_or(0.0, |v| v * scale)
+    };
+    let mut requests = 0;
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(4) && capacity() > 1000.0 {
+        requests += 100;
+        write(requests, None);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let p = pool();
+    assert!(
+        capacity() <= 1000.0,
+        "the capacity did not back off under a 10 ms mean: {p}"
+    );
+    assert_eq!(p["latency_from_server"], true, "{p}");
+    let mean = p["latency_p99_s"].as_f64().unwrap();
+    assert!((mean - 0.010).abs() < 1e-6, "the server's mean: {p}");
+    let list = local.admin(&["pool", "list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("(mean 10.00ms, target 1ms)"), "{text}");
+    write(requests, Some("not the statistics of a Lustre server\n"));
+    let held = capacity();
+    std::thread::sleep(Duration::from_millis(1600));
+    assert_eq!(
+        capacity(),
+        held,
+        "the capacity moved on an unreadable source"
+    );
+    let log = local.daemon.log_text();
+    assert_eq!(
+        log.matches("capacity source failed").count(),
+        1,
+        "the failing source, logged once: {log}"
+    );
+}
+
 /// A job held only by a pool that times its calls (no watch): its stats, opens and closes
 /// take the hooks' managed lane, yet each is counted and admitted by the pool exactly, and
 /// the pool still times one call in 64 (`latency_sample`), and the first after each tick

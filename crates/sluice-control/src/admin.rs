@@ -702,6 +702,7 @@ pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
                 "algorithm": p.algorithm, "params": p.params, "estimator": p.estimator,
                 "allocated": p.allocated, "used": p.used, "jobs": p.jobs,
                 "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s,
+                "latency_from_server": p.latency_from_server,
                 "tree": p.tree, "nodes": nodes})
         })
         .collect();

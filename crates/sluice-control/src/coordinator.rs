@@ -329,6 +329,7 @@ impl Coordinator {
                     jobs: view.map_or(0, |v| v.jobs as u32),
                     latency_p99_s: view.and_then(|v| v.latency_p99_s).unwrap_or(0.0),
                     target_p99_s: p.auto.as_ref().map_or(0.0, |a| a.target_p99.as_secs_f64()),
+                    latency_from_server: p.auto.as_ref().is_some_and(|a| a.source.is_some()),
                     estimator: p
                         .estimator_in_force()
                         .map_or_else(String::new, |e| e.name().to_owned()),
