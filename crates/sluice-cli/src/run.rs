@@ -151,6 +151,7 @@ extern "C" fn forward(sig: libc::c_int) {
 impl RunArgs {
     /// Runs the command; returns its exit status (128 + signal when it was killed).
     pub fn run(&self) -> Result<i32> {
+        let signals = Signals::of_this_process();
         let config = self.spec.config(&self.command[0])?;
         let stage = stage_path()?;
         let attached = match self.standalone {
@@ -176,6 +177,7 @@ impl RunArgs {
             self.io_uring.io_uring,
             seg.path(),
             self.spec.job_uid(),
+            signals,
         )?;
         let Held {
             mut child,
@@ -213,30 +215,59 @@ pub(crate) struct Held {
     pub(crate) supervisor: Option<Supervisor>,
 }
 
-/// Starts `cmd` with the default dispositions of the signals a launcher forwards; under
-/// the seccomp filter, with a supervisor admitting its calls through the job's segment
-/// at `segment`, when `supervise` (the stage cannot enter it), and with io_uring denied
-/// when `io_uring` says so. A program that cannot be started is the exit code the shells
-/// give (127 not found, 126 not runnable) and why.
+/// The signals a program starts with, as an exec keeps them: this blocked mask, these
+/// signals ignored, every other at its default (bit `n - 1` for signal `n`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Signals {
+    /// The blocked mask.
+    pub(crate) blocked: u64,
+    /// The ignored signals.
+    pub(crate) ignored: u64,
+}
+
+impl Signals {
+    /// What this process would pass on if it exec'ed the program itself: its blocked mask
+    /// and ignored signals, read before it sets handlers of its own, less SIGPIPE, which
+    /// Rust's runtime ignores in every program (a command started from a shell that
+    /// ignored SIGPIPE gets it at its default, as before).
+    pub(crate) fn of_this_process() -> Signals {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let mask = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+                .unwrap_or(0)
+        };
+        Signals {
+            blocked: mask("SigBlk:"),
+            ignored: mask("SigIgn:") & !(1 << (libc::SIGPIPE - 1)),
+        }
+    }
+}
+
+/// Starts `cmd` with `signals`; under the seccomp filter, with a supervisor admitting its
+/// calls through the job's segment at `segment`, when `supervise` (the stage cannot enter
+/// it), and with io_uring denied when `io_uring` says so. A program that cannot be started
+/// is the exit code the shells give (127 not found, 126 not runnable) and why.
 pub(crate) fn start(
     cmd: &mut Command,
     supervise: bool,
     io_uring: IoUring,
     segment: &Path,
     uid: u32,
+    signals: Signals,
 ) -> Result<Result<Held, (i32, std::io::Error)>> {
     let (filter, port) =
         match Filter::new(supervise, io_uring).context("cannot prepare the seccomp filter")? {
             Some((f, port)) => (Some(f), port),
             None => (None, None),
         };
-    // SAFETY: the closure resets signal dispositions and installs the filter, which
-    // makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
+    // SAFETY: the closure sets signal dispositions and the mask and installs the filter,
+    // which makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
     unsafe {
         cmd.pre_exec(move || {
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
+            as_exec(signals);
             match &filter {
                 Some(f) => f.install(),
                 None => Ok(()),
@@ -261,6 +292,44 @@ pub(crate) fn start(
         None => None,
     };
     Ok(Ok(Held { child, supervisor }))
+}
+
+/// Sets every catchable signal's disposition to ignored (a bit of `ignored`) or the
+/// default, and the blocked mask to `blocked`: what an exec keeps. Async-signal-safe (a
+/// child between fork and exec): raw system calls only.
+fn as_exec(Signals { blocked, ignored }: Signals) {
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        let handler = match ignored >> (sig - 1) & 1 {
+            1 => libc::SIG_IGN,
+            _ => libc::SIG_DFL,
+        };
+        // The kernel's sigaction: handler, flags, restorer, mask.
+        let act: [u64; 4] = [handler as u64, 0, 0, 0];
+        // SAFETY: a valid kernel sigaction of 8-byte masks; an invalid signal number
+        // (none of 1..=64 is) would only fail.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                act.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                8,
+            )
+        };
+    }
+    // SAFETY: the mask is 8 bytes, as the call is told.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &blocked,
+            std::ptr::null_mut::<u64>(),
+            8,
+        )
+    };
 }
 
 /// Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to `child` and waits for it: its exit

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::run::{Held, IoUringArg, start, wait_forwarding};
+use crate::run::{Held, IoUringArg, Signals, start, wait_forwarding};
 
 /// Start a program the stage cannot enter (static, Go) under the job's budget, through
 /// seccomp. Started by the stage when a managed process execs such a program; not meant
@@ -26,6 +26,11 @@ pub struct SuperviseArgs {
     exe: PathBuf,
     #[command(flatten)]
     io_uring: IoUringArg,
+    /// The signals the program starts with, as the exec the stage replaced would have
+    /// kept them: `BLOCKED:IGNORED`, two masks in hex (bit n-1 for signal n). Default: none
+    /// blocked, none ignored.
+    #[arg(long, value_name = "BLOCKED:IGNORED", value_parser = signal_masks)]
+    signals: Option<(u64, u64)>,
     /// The program's argv[0] and its arguments.
     #[arg(last = true, required = true, value_name = "ARGV")]
     argv: Vec<OsString>,
@@ -42,13 +47,17 @@ impl SuperviseArgs {
             .env("SLUICE_SUPERVISED", "1");
         // SAFETY: getuid has no preconditions.
         let uid = unsafe { libc::getuid() };
-        match start(
+        let (blocked, ignored) = self.signals.unwrap_or_default();
+        let signals = Signals { blocked, ignored };
+        let held = start(
             &mut cmd,
             true,
             self.io_uring.io_uring,
             Path::new(&segment),
             uid,
-        )? {
+            signals,
+        )?;
+        match held {
             Ok(Held { mut child, .. }) => wait_forwarding(&mut child),
             Err((code, e)) => {
                 eprintln!("sluice: cannot run '{}': {e}", self.exe.display());
@@ -56,4 +65,13 @@ impl SuperviseArgs {
             }
         }
     }
+}
+
+/// `BLOCKED:IGNORED`, two masks in hex.
+fn signal_masks(text: &str) -> Result<(u64, u64), String> {
+    let (b, i) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': expected BLOCKED:IGNORED, two masks in hex"))?;
+    let mask = |m: &str| u64::from_str_radix(m, 16).map_err(|e| format!("'{m}': {e}"));
+    Ok((mask(b)?, mask(i)?))
 }

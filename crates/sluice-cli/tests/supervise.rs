@@ -142,6 +142,64 @@ fn a_static_program_a_dynamic_one_starts_is_held_in_the_same_budget() {
     check_rate(&c_prog("rate"), "exec", Some(&path_str(&child)));
 }
 
+/// A static program a managed one execs through `sluice supervise` starts with the
+/// signals that exec would have given it: its parent's blocked mask and ignored
+/// dispositions (Python ignores SIGPIPE; here also SIGHUP, and SIGUSR1 blocked), as when
+/// it runs without sluice; and so does the command of a `sluice run` started so, less
+/// SIGPIPE.
+#[test]
+fn a_supervised_child_starts_with_the_signals_its_exec_would_keep() {
+    let _serial = serial();
+    let prog = c_prog_with("sigstate", &["-static"]);
+    let py = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1}); \
+              signal.signal(signal.SIGHUP, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])";
+    let lines = |out: &str, key: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with(key))
+            .map(str::to_owned)
+            .collect()
+    };
+    let native = Command::new("python3")
+        .args(["-c", py, &prog])
+        .output()
+        .unwrap();
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    let s = Scratch::new();
+    let run = s
+        .sluice()
+        .rule(GETATTR_RULE)
+        .exec(&argv!["python3", "-c", py, prog]);
+    run.ok();
+    assert_eq!(
+        lines(&run.stdout, "Seccomp:"),
+        ["Seccomp:\t2"],
+        "not supervised: {}",
+        run.stdout
+    );
+    for key in ["SigBlk:", "SigIgn:"] {
+        assert_eq!(lines(&run.stdout, key), lines(&native, key), "{key}");
+    }
+    // `sluice run` itself started so (as by nohup): its command keeps them too.
+    let direct = Command::new("python3")
+        .args(["-c", py])
+        .arg(common::sluice_bin())
+        .args(["run", "--standalone", "--rule", GETATTR_RULE, "--", &prog])
+        .output()
+        .unwrap();
+    let direct = String::from_utf8_lossy(&direct.stdout).into_owned();
+    let mask = |out: &str, key: &str| -> u64 {
+        let line = lines(out, key).concat();
+        u64::from_str_radix(line.trim_start_matches(key).trim(), 16).unwrap()
+    };
+    let pipe = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(mask(&direct, "SigBlk:"), mask(&native, "SigBlk:"));
+    assert_eq!(
+        mask(&direct, "SigIgn:"),
+        mask(&native, "SigIgn:") & !pipe,
+        "sluice run: the ignored signals"
+    );
+}
+
 /// `tests/go/NAME` built with the Go toolchain (offline: the standard library only),
 /// cached like the C programs.
 fn go_prog(name: &str) -> String {

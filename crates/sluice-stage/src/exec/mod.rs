@@ -172,6 +172,7 @@ fn started<R>(
     }
     let mut args = [std::ptr::null::<c_char>(); STACK_ENTRIES];
     let mut args_mapped = None;
+    let mut signals = [0u8; 36];
     let how = match (why, remembered(&SLUICE)) {
         (Some(why), Some(sluice)) => {
             let exe = CStr::from_bytes_until_nul(&exe).unwrap_or_default();
@@ -179,7 +180,8 @@ fn started<R>(
                 "starts {} ({why}) through sluice supervise",
                 exe.to_string_lossy()
             );
-            let room = wrap::count(argv) + 7;
+            let signals = wrap::signal_state(&mut signals);
+            let room = wrap::count(argv) + 9;
             let out = match room <= STACK_ENTRIES {
                 true => &mut args[..],
                 false => match args_mapped.insert(Mapped::new(room, 0)) {
@@ -187,7 +189,7 @@ fn started<R>(
                     None => &mut [][..],
                 },
             };
-            match wrap::wrapper_argv(sluice, exe, argv, out) {
+            match wrap::wrapper_argv(sluice, exe, signals, argv, out) {
                 Some(()) => Start::Supervised(sluice.as_ptr(), out.as_ptr()),
                 None => Start::AsNamed,
             }

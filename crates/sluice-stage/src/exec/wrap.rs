@@ -78,11 +78,12 @@ fn copy_into<'a>(buf: &'a mut [u8; PATH_MAX], parts: &[&[u8]]) -> Option<&'a CSt
 }
 
 /// The arguments of `sluice supervise` starting `exe` with the program's `argv`: `[sluice,
-/// "supervise", "--exe", exe, "--", argv…, NULL]` in `out` (argv[0] is `exe` when the
-/// program gave none). `None` when they do not fit.
+/// "supervise", "--exe", exe, "--signals", signals, "--", argv…, NULL]` in `out` (argv[0]
+/// is `exe` when the program gave none). `None` when they do not fit.
 pub(super) fn wrapper_argv(
     sluice: &CStr,
     exe: &CStr,
+    signals: &CStr,
     argv: Argv,
     out: &mut [*const c_char],
 ) -> Option<()> {
@@ -91,6 +92,8 @@ pub(super) fn wrapper_argv(
         c"supervise".as_ptr(),
         c"--exe".as_ptr(),
         exe.as_ptr(),
+        c"--signals".as_ptr(),
+        signals.as_ptr(),
         c"--".as_ptr(),
     ];
     out.get_mut(..head.len())?.copy_from_slice(&head);
@@ -117,4 +120,51 @@ pub(super) fn count(argv: Argv) -> usize {
         n += 1;
     }
     n
+}
+
+/// What an exec keeps of this thread's signals, as `BLOCKED:IGNORED` (two masks in hex, bit
+/// `n - 1` for signal `n`) in `buf`: the blocked mask and the ignored dispositions, which
+/// `sluice supervise` gives the program as the exec would have (handlers become the
+/// default either way).
+pub(super) fn signal_state(buf: &mut [u8; 36]) -> &CStr {
+    let mut blocked = 0u64;
+    // SAFETY: a null new set only reads the mask into `blocked`, 8 bytes.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            std::ptr::null::<u64>(),
+            &mut blocked,
+            8,
+        )
+    };
+    let mut ignored = 0u64;
+    for sig in 1..=64 {
+        // The kernel's sigaction: handler, flags, restorer, mask.
+        let mut old = [0u64; 4];
+        // SAFETY: a null new action only reads the disposition into `old`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                std::ptr::null::<u64>(),
+                old.as_mut_ptr(),
+                8,
+            )
+        };
+        if r == 0 && old[0] == libc::SIG_IGN as u64 {
+            ignored |= 1 << (sig - 1);
+        }
+    }
+    let hex = |v: u64, out: &mut [u8]| {
+        for (i, o) in out.iter_mut().enumerate() {
+            let d = (v >> (60 - 4 * i)) & 0xf;
+            *o = b"0123456789abcdef"[d as usize];
+        }
+    };
+    hex(blocked, &mut buf[..16]);
+    buf[16] = b':';
+    hex(ignored, &mut buf[17..33]);
+    buf[33] = 0;
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or_default()
 }
