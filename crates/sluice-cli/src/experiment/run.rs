@@ -435,9 +435,16 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
                             .arg("--socket")
                             .arg(&sockets[node])
                             .args(["--job", &job.name, "--mount"])
-                            .arg(p.managed)
-                            .arg("--")
-                            .args(&args);
+                            .arg(p.managed);
+                        // Root's launcher names the job's account and user, as a
+                        // Slurm prolog does: a tree groups the job by them.
+                        if let Some(account) = &job.account {
+                            cmd.args(["--account", account]);
+                        }
+                        if let Some(uid) = job.uid {
+                            cmd.args(["--uid", &uid.to_string()]);
+                        }
+                        cmd.arg("--").args(&args);
                         if let Some(nodes) = job.reported_nodes() {
                             // The launcher reports the job's nodes from the resource
                             // manager's environment: AdapTBF's priority.

@@ -43,6 +43,9 @@ pub struct Scenario {
     /// What the summary measures beyond the defaults.
     #[serde(default)]
     pub metrics: Metrics,
+    /// Shares of the nodes of a set-up's tree (`[shares.account]`, `[shares.user]`), as
+    /// in the controller's configuration; used by set-ups with a `tree`.
+    pub shares: Option<toml::value::Table>,
     /// The jobs, in order of arrival.
     #[serde(rename = "job")]
     pub jobs: Vec<Job>,
@@ -170,6 +173,11 @@ pub struct Job {
     /// With `[cephfs]`: the ceph-fuse client (and mount) its files are on, `fuse` by
     /// default; a job on a mount of its own has a cache and a session of its own.
     pub client: Option<String>,
+    /// Its account (`sluice run --account`), by which a set-up's tree groups it.
+    pub account: Option<String>,
+    /// The uid it is attached for (`sluice run --uid`, root only): its user in a tree.
+    /// Default: whoever runs the scenario.
+    pub uid: Option<u32>,
 }
 
 /// A job's `nodes`: a count reported to the controller, or the nodes it runs on.
@@ -342,6 +350,9 @@ pub struct Setup {
     /// … }` settings (docs/control-plane.md), `{mds}` in a string standing for the
     /// scenario's CephFS MDS admin socket.
     pub auto: Option<toml::value::Table>,
+    /// The pool divided down a tree in this set-up (`"account,user,job"`; its algorithm
+    /// then `drf`), with the scenario's `[shares]`.
+    pub tree: Option<String>,
 }
 
 fn one_second() -> Duration {
@@ -677,6 +688,9 @@ impl Scenario {
         if let Some(m) = self.pool.min_share {
             c += &format!("min_share = {m}\n");
         }
+        if let Some(tree) = &setup.tree {
+            c += &format!("tree = \"{tree}\"\n");
+        }
         if !setup.params.is_empty() {
             let params: Vec<String> = setup
                 .params
@@ -696,6 +710,11 @@ impl Scenario {
             if let Some(period) = setup.periods.get(&j.name) {
                 c += &format!("period = \"{period}\"\n");
             }
+        }
+        if let (Some(shares), Some(_)) = (&self.shares, &setup.tree) {
+            let mut t = toml::value::Table::new();
+            t.insert("shares".into(), toml::Value::Table(shares.clone()));
+            c += &format!("\n{}", toml::to_string(&t).unwrap_or_default());
         }
         c
     }
