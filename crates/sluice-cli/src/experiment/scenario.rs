@@ -656,6 +656,38 @@ impl Scenario {
         })
     }
 
+    /// Job `i`'s time with the whole pool to itself: each part's delay, its computing
+    /// and its bytes (every process's) at the pool's capacity; the longest part.
+    /// `None` when a part's work is not a fixed amount (a trace, a command, a part
+    /// bounded by seconds): its completion time then says nothing of its slowdown.
+    pub fn ideal(&self, i: usize) -> Option<f64> {
+        let job = &self.jobs[i];
+        let capacity = self.pool.capacity.per_sec as f64;
+        let processes = f64::from(job.processes);
+        let mut longest: f64 = 0.0;
+        for part in job.workload.list() {
+            let t = match part {
+                Workload::Periodic {
+                    io,
+                    compute,
+                    volume,
+                    iterations,
+                } => {
+                    let n = f64::from(*iterations);
+                    io.delay + n * (compute + processes * *volume as f64 / capacity)
+                }
+                Workload::Continuous {
+                    io,
+                    volume: Some(v),
+                    seconds: None,
+                } => io.delay + processes * *v as f64 / capacity,
+                _ => return None,
+            };
+            longest = longest.max(t);
+        }
+        (longest > 0.0).then_some(longest)
+    }
+
     /// Whether any job moves data (the timeline is then in bytes per second).
     pub fn has_data(&self) -> bool {
         self.jobs

@@ -243,6 +243,33 @@ struct Measures {
     /// IO-SETS' measures, when the scenario asks for them.
     #[serde(default)]
     iosets: Option<IoSetsMeasures>,
+    /// Per job: its completion time over its time with the whole pool to itself
+    /// ([`Scenario::ideal`]); `null` for a job without a fixed amount of work or stopped.
+    #[serde(default)]
+    slowdown: Vec<Option<f64>>,
+}
+
+impl Measures {
+    /// The jobs' slowdowns, when every job has one.
+    fn slowdowns(&self) -> Option<Vec<f64>> {
+        let v: Option<Vec<f64>> = self.slowdown.iter().copied().collect();
+        v.filter(|v| !v.is_empty())
+    }
+
+    /// The mean of the jobs' slowdowns.
+    fn slowdown_mean(&self) -> Option<f64> {
+        let v = self.slowdowns()?;
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// The coefficient of variation of the jobs' slowdowns (standard deviation over
+    /// the jobs ÷ mean): 0 when every job is slowed alike.
+    fn slowdown_cv(&self) -> Option<f64> {
+        let v = self.slowdowns()?;
+        let mean = self.slowdown_mean()?;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        Some(var.sqrt() / mean)
+    }
 }
 
 /// One job's rate against what it wanted.
@@ -400,6 +427,10 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                     .metrics
                     .window
                     .and_then(|w| iosets::measures(o, w, bandwidth, solo)),
+                slowdown: (0..o.jobs.len())
+                    .map(|i| Some(o.ends[i]? - o.starts[i]).zip(sc.ideal(i)))
+                    .map(|x| x.map(|(took, ideal)| took / ideal))
+                    .collect(),
             })
             .collect(),
     };
@@ -787,6 +818,27 @@ fn markdown(summaries: &[Summary]) -> String {
             });
         }
     }
+    for (k, job) in jobs.iter().enumerate() {
+        if cols
+            .iter()
+            .any(|(_, m)| m.slowdown.get(k).is_some_and(Option::is_some))
+        {
+            row(&mut t, &format!("{job} slowdown"), &|m| {
+                m.slowdown
+                    .get(k)
+                    .copied()
+                    .flatten()
+                    .map_or("–".into(), |x| format!("{x:.2}"))
+            });
+        }
+    }
+    if cols.iter().any(|(_, m)| m.slowdown_cv().is_some()) {
+        let show = |x: Option<f64>| x.map_or("–".into(), |x| format!("{x:.3}"));
+        row(&mut t, "mean slowdown", &|m| show(m.slowdown_mean()));
+        row(&mut t, "slowdown's coefficient of variation", &|m| {
+            show(m.slowdown_cv())
+        });
+    }
     row(&mut t, "makespan (s)", &|m| format!("{:.1}", m.makespan));
     row(&mut t, "seconds over capacity", &|m| {
         m.seconds_over_capacity.to_string()
@@ -859,49 +911,70 @@ pub fn compare(dirs: &[PathBuf]) -> Result<i32> {
         );
     }
     print!("{}", markdown(&summaries));
-    print!("{}", runs_table(&summaries));
+    print!("{}", runs_table(&summaries, &IOSETS_MEASURES));
+    print!("{}", runs_table(&summaries, &SLOWDOWN_MEASURES));
     Ok(0)
 }
 
-/// One of IO-SETS' measures, read from a run's.
-type Measure = fn(&IoSetsMeasures) -> f64;
+/// A measure of one set-up in one run, if it has it.
+type Measure = fn(&Summary, &Measures) -> Option<f64>;
 
-/// IO-SETS' measures over several runs of one scenario: per set-up (in the first run's
-/// order), each measure's mean, its range and the number of runs, and the mean's change
-/// against the first set-up's. Empty unless some set-up has IO-SETS' measures in two
+/// IO-SETS' measures, for [`runs_table`].
+const IOSETS_MEASURES: [(&str, Measure); 5] = [
+    ("max stretch", |_, m| Some(m.iosets.as_ref()?.max_stretch)),
+    ("geometric-mean stretch", |_, m| {
+        Some(m.iosets.as_ref()?.gmean_stretch)
+    }),
+    ("I/O slowdown", |_, m| Some(m.iosets.as_ref()?.io_slowdown)),
+    ("utilization", |_, m| Some(m.iosets.as_ref()?.utilization)),
+    ("B (MB/s)", |_, m| Some(m.iosets.as_ref()?.bandwidth * 1e-6)),
+];
+
+/// Throughput and the jobs' slowdowns (ThemisIO's comparison), for [`runs_table`].
+const SLOWDOWN_MEASURES: [(&str, Measure); 4] = [
+    ("throughput (MB/s)", |s, m| {
+        m.slowdown_cv()?;
+        Some(m.utilization * s.capacity * 1e-6)
+    }),
+    ("mean slowdown", |_, m| m.slowdown_mean()),
+    ("max slowdown", |_, m| {
+        Some(m.slowdowns()?.into_iter().fold(0.0, f64::max))
+    }),
+    ("slowdown's CV", |_, m| m.slowdown_cv()),
+];
+
+/// Each of `measures` over several runs of one scenario: per set-up (in the first
+/// run's order), its mean, its range and the number of runs, and the mean's change
+/// against the first set-up's. Empty unless some set-up has the first measure in two
 /// runs or more.
-fn runs_table(summaries: &[Summary]) -> String {
+fn runs_table(summaries: &[Summary], measures: &[(&str, Measure)]) -> String {
     let Some(first) = summaries.first() else {
         return String::new();
     };
-    let runs = |setup: &str| -> Vec<&IoSetsMeasures> {
+    let Some(&(_, key)) = measures.first() else {
+        return String::new();
+    };
+    let runs = |setup: &str| -> Vec<(&Summary, &Measures)> {
         summaries
             .iter()
             .filter(|s| s.scenario == first.scenario)
-            .flat_map(|s| &s.setups)
-            .filter(|m| m.setup == setup)
-            .filter_map(|m| m.iosets.as_ref())
+            .flat_map(|s| s.setups.iter().map(move |m| (s, m)))
+            .filter(|(s, m)| m.setup == setup && key(s, m).is_some())
             .collect()
     };
     if !first.setups.iter().any(|m| runs(&m.setup).len() > 1) {
         return String::new();
     }
-    let measures: [(&str, Measure); 5] = [
-        ("max stretch", |x| x.max_stretch),
-        ("geometric-mean stretch", |x| x.gmean_stretch),
-        ("I/O slowdown", |x| x.io_slowdown),
-        ("utilization", |x| x.utilization),
-        ("B (MB/s)", |x| x.bandwidth * 1e-6),
-    ];
-    let mean = |v: &[&IoSetsMeasures], f: Measure| {
-        v.iter().map(|x| f(x)).sum::<f64>() / v.len().max(1) as f64
+    let values = |v: &[(&Summary, &Measures)], f: Measure| -> Vec<f64> {
+        v.iter().filter_map(|(s, m)| f(s, m)).collect()
     };
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len().max(1) as f64;
     let base = runs(&first.setups[0].setup);
     let mut t = format!(
         "\n{}: mean (min–max) over the runs, and the mean's change against {}\n\n| | runs |",
         first.scenario, first.setups[0].setup
     );
-    for (name, _) in &measures {
+    for (name, _) in measures {
         let _ = write!(t, " {name} |");
     }
     let _ = writeln!(t, "\n|---|---|{}", "---|".repeat(measures.len()));
@@ -911,11 +984,12 @@ fn runs_table(summaries: &[Summary]) -> String {
             continue;
         }
         let _ = write!(t, "| {} | {} |", m.setup, v.len());
-        for (_, f) in &measures {
-            let lo = v.iter().map(|x| f(x)).fold(f64::INFINITY, f64::min);
-            let hi = v.iter().map(|x| f(x)).fold(f64::NEG_INFINITY, f64::max);
-            let avg = mean(&v, *f);
-            let change = (avg / mean(&base, *f) - 1.0) * 100.0;
+        for (_, f) in measures {
+            let x = values(&v, *f);
+            let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let avg = mean(&x);
+            let change = (avg / mean(&values(&base, *f)) - 1.0) * 100.0;
             let _ = write!(t, " {avg:.3} ({lo:.3}–{hi:.3}) {change:+.0}% |");
         }
         t.push('\n');
