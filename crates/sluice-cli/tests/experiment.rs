@@ -174,6 +174,81 @@ fn data_jobs_get_their_desired_bandwidth_and_record_their_phases() {
     assert!(md.contains("| a deviation (%) |"), "{md}");
 }
 
+/// Two data jobs of the same volume in two accounts (shares 3 and 1), each attached for
+/// a user of its own, in a pool divided down `account,user,job`.
+const TREE: &str = r#"
+name = "tree"
+interval = "100ms"
+timeout = 60
+
+[pool]
+name = "bw"
+match = "class=data"
+capacity = "16MB/s"
+
+[shares.account]
+phys = 3
+chem = 1
+
+[[job]]
+name = "x"
+account = "phys"
+uid = 61001
+[job.workload]
+kind = "continuous"
+block = "256KiB"
+threads = 2
+volume = "24MiB"
+
+[[job]]
+name = "y"
+account = "chem"
+uid = 61002
+[job.workload]
+kind = "continuous"
+block = "256KiB"
+threads = 2
+volume = "24MiB"
+
+[[setup]]
+name = "Tree"
+algorithm = "drf"
+tree = "account,user,job"
+"#;
+
+#[test]
+fn a_tree_setup_divides_by_account_and_reports_each_jobs_slowdown() {
+    let dir = tmp_dir();
+    let out = run_scenario(&dir, "tree.toml", TREE);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let setup = &summary["setups"][0];
+    eprintln!("{setup:#}");
+    let completion = |k: usize| setup["completion"][k][1].as_f64().unwrap();
+    // phys has three quarters while both write: x ends well before y, which then has
+    // the whole pool (x about 2.1 s, y about 3.1 s).
+    assert!(completion(0) < 0.85 * completion(1), "{setup}");
+    // Each job's slowdown: its completion over 24 MiB at 16 MB/s alone (1.57 s).
+    let slowdown: Vec<f64> = setup["slowdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().expect("a slowdown per job"))
+        .collect();
+    let alone = 24.0 * 1024.0 * 1024.0 / 16e6;
+    for (k, s) in slowdown.iter().enumerate() {
+        assert!(
+            (s - completion(k) / alone).abs() < 1e-6 && *s > 0.95,
+            "job {k}: slowdown {s}: {setup}"
+        );
+    }
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| slowdown's coefficient of variation |"),
+        "{md}"
+    );
+}
+
 /// A periodic job of about 6 s in a scenario that measures [0.5 s, 2 s] and stops at 2.5 s.
 const STOPPED: &str = r#"
 name = "stopped"
