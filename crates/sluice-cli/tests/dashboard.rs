@@ -1,7 +1,8 @@
 //! The live dashboard: the page is served whole by the controller (nothing fetched from
 //! elsewhere), and its event stream sends a snapshot at least every second in which both
 //! running jobs move and stay within their allocations; the history, asked afterwards,
-//! holds a point for every cycle the stream showed.
+//! holds a point for every cycle the stream showed; each snapshot carries the pool's tree
+//! (account, user, job) the page draws.
 
 mod common;
 
@@ -51,6 +52,8 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
     let mut longest_gap = Duration::ZERO;
     let mut rates: Vec<(f64, f64, f64, f64)> = Vec::new();
     let mut cycles: Option<(u64, u64)> = None;
+    // The pool's tree in the last snapshot with both jobs.
+    let mut tree = Value::Null;
     while start.elapsed() < Duration::from_secs(5) {
         let line = lines
             .next()
@@ -78,6 +81,7 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
         };
         if let (Some(a), Some(b)) = (share("A"), share("B")) {
             rates.push((a.0, a.1, b.0, b.1));
+            tree = v["pools"][0].clone();
             let cycle = v["status"]["cycle"].as_u64().unwrap();
             cycles = Some(cycles.map_or((cycle, cycle), |(first, _)| (first, cycle)));
         }
@@ -146,5 +150,49 @@ fn the_dashboard_is_self_contained_and_its_events_follow_the_jobs() {
     assert!(
         rates.iter().any(|r| r.0 != first.0 && r.2 != first.2),
         "the lines do not move: {rates:?}"
+    );
+    // The snapshot carries the tree the page draws: accounts, then users, then jobs,
+    // each with its allocation, rate and demand; both accounts saturated, phys (share
+    // 2) is given about twice chem's (1).
+    assert!(page.contains("function drawTree"));
+    let nodes = tree["nodes"].as_array().expect("the pool's tree nodes");
+    let node = |label: &str| {
+        nodes
+            .iter()
+            .find(|n| {
+                format!(
+                    "{}={}",
+                    n["level"].as_str().unwrap(),
+                    n["name"].as_str().unwrap()
+                ) == label
+            })
+            .unwrap_or_else(|| panic!("no {label} in {tree}"))
+    };
+    let figure = |n: &Value, k: &str| n[k].as_f64().unwrap_or_else(|| panic!("{k}: {n}"));
+    for (label, depth) in [
+        ("account=phys", 0),
+        ("account=chem", 0),
+        ("job=A", 2),
+        ("job=B", 2),
+    ] {
+        let n = node(label);
+        assert_eq!(n["depth"], depth, "{n}");
+        assert!(
+            figure(n, "allocation") > 0.0 && figure(n, "demand") > 0.0,
+            "{n}"
+        );
+        assert!(figure(n, "rate") >= 0.0, "{n}");
+    }
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n["level"] == "user" && n["depth"] == 1),
+        "{tree}"
+    );
+    let ratio =
+        figure(node("account=phys"), "allocation") / figure(node("account=chem"), "allocation");
+    assert!(
+        (1.6..=2.4).contains(&ratio),
+        "phys ÷ chem allocation {ratio}: {tree}"
     );
 }

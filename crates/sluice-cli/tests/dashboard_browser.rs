@@ -2,8 +2,8 @@
 //! by tests/deps.sh) opens the page from a running controller after two jobs have shared a
 //! pool for some cycles, and the page's own plot data (`#state`, what its canvases draw)
 //! must hold those cycles at its first snapshot, then show both jobs' lines moving under
-//! their allocations. A screenshot is kept in experiments/dashboard/dashboard.png
-//! (`SLUICE_BLESS=1` rewrites it).
+//! their allocations, and the pool's tree drawn (accounts, users, jobs). A screenshot is
+//! kept in experiments/dashboard/dashboard.png (`SLUICE_BLESS=1` rewrites it).
 
 mod common;
 
@@ -226,6 +226,23 @@ fn chromium_draws_the_history_at_once_and_both_jobs_moving_under_their_allocatio
             "{key}: the line does not move: {points:?}"
         );
     }
+    // The pool's tree as the page drew it: both accounts over their user and job, each
+    // job with its allocation.
+    let drawn = state["trees"]["md"]
+        .as_array()
+        .expect("the page drew no tree");
+    let labels: Vec<&str> = drawn.iter().filter_map(|n| n["label"].as_str()).collect();
+    for label in ["account=phys", "account=chem", "job=A", "job=B"] {
+        assert!(labels.contains(&label), "{label} not drawn: {labels:?}");
+    }
+    assert!(labels.iter().any(|l| l.starts_with("user=")), "{labels:?}");
+    assert!(
+        drawn
+            .iter()
+            .filter(|n| n["depth"] == 2)
+            .all(|n| n["allocation"].as_f64().is_some_and(|a| a > 0.0)),
+        "{drawn:?}"
+    );
     eprintln!(
         "{before} points held before opening, {at_open} snapshot(s) at the first look; \
          A: {} points, B: {} points; screenshot {} bytes",

@@ -422,22 +422,25 @@ pub fn free_port() -> u16 {
 }
 
 /// A local controller in `dir` serving its dashboard and API on a free loopback address
-/// (returned), with one pool of 3,000 getattr/s divided by PSFA every 500 ms.
+/// (returned), with one pool of 3,000 getattr/s divided down a tree every 500 ms: accounts
+/// phys (share 2) and chem (1), their users, their jobs.
 pub fn dashboard_local(dir: &Path) -> (Local, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
-                  capacity = \"3k/s\"\nalgorithm = \"psfa\"\n";
+                  capacity = \"3k/s\"\ntree = \"account,user,job\"\n\n\
+                  [shares.account]\nphys = 2\nchem = 1\n";
     (Local::start(dir, config, &["--http", &addr], None), addr)
 }
 
-/// Jobs A and B attached to `local`, each a stat loop on `file` (tests/c/rate.c) for `ms`
-/// milliseconds, logging its calls into the matching directory of `outs`.
+/// Jobs A (account phys) and B (account chem) attached to `local`, each a stat loop on
+/// `file` (tests/c/rate.c) for `ms` milliseconds, logging its calls into the matching
+/// directory of `outs`.
 pub fn two_stat_jobs(local: &Local, file: &str, outs: [&Path; 2], ms: &str) -> [Child; 2] {
     let rate = super::c_prog("rate");
-    [("A", outs[0]), ("B", outs[1])].map(|(job, out)| {
+    [("A", "phys", outs[0]), ("B", "chem", outs[1])].map(|(job, account, out)| {
         local.job(
             job,
-            &["--mount", file],
+            &["--mount", file, "--account", account],
             &[&rate, "one", file, &path_str(out), ms],
         )
     })
