@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN   := target/release/sluice
 STAGE := target/release/libsluice_stage.so
 
-.PHONY: all build demo test check deps fmt-check clippy rust-tests conformance bench experiments docs dist deb rpm clean
+.PHONY: all build demo test check deps fmt-check clippy rust-tests conformance bench experiments experiments-themis docs dist deb rpm clean
 
 all: build
 
@@ -65,6 +65,14 @@ experiments: build
 	@for s in $(filter-out experiments/scenarios/adaptbf-%,$(wildcard experiments/scenarios/*.toml)) \
 		$(wildcard experiments/scenarios/adaptbf-*.toml); do \
 		$(BIN) experiment run $$s || exit 1; done
+
+## ThemisIO's comparison (docs/experiments.md; needs root): ten runs of
+## experiments/themis/scenario.toml (about 1.5 minutes each), experiments/themis/run-N/,
+## then runs.md and comparison.svg over them.
+experiments-themis: build
+	@for k in 1 2 3 4 5 6 7 8 9 10; do \
+		$(BIN) experiment run experiments/themis/scenario.toml --out experiments/themis/run-$$k || exit 1; done
+	@python3 experiments/themis/summarize.py experiments/themis/run-* --out experiments/themis
 
 ## A release tarball for the nodes sites have (glibc 2.17 and later): target/dist/.
 dist:
