@@ -22,11 +22,13 @@ pub enum ExperimentCmd {
     /// times under `sluice run`. Writes
     /// OUT/SETUP.csv (each job's calls and allocation per second), OUT/SETUP.png (the
     /// timeline against the pool's capacity), OUT/summary.json and OUT/summary.md
-    /// (completion time per job, makespan, seconds over capacity, Jain's index, total).
+    /// (completion time per job, makespan, seconds over capacity, Jain's index, total;
+    /// each job's slowdown when every job's work is a fixed amount).
     Run(RunArgs),
     /// Put the summaries of several runs side by side (markdown on stdout); for several
-    /// runs of one scenario with IO-SETS' measures, also each measure's mean, range and
-    /// number of runs per set-up, and its change against the first set-up.
+    /// runs of one scenario with IO-SETS' measures or the jobs' slowdowns, also each
+    /// measure's mean, range and number of runs per set-up, and its change against the
+    /// first set-up.
     Compare(CompareArgs),
     /// One process of a data job (started by `run`, under the stage): writes or reads
     /// as its workload says, each second's bytes and each stretch of I/O to CSV.
