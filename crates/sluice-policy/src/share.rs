@@ -5,12 +5,24 @@
 
 /// Splits `total` in proportion to `weights`; equally when every weight is zero.
 pub(crate) fn proportional(total: f64, weights: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; weights.len()];
+    add_proportional(&mut out, total, weights);
+    out
+}
+
+/// Adds to `out` (one per weight) `total` split in proportion to `weights`, as
+/// [`proportional`] splits it, with no allocation.
+pub(crate) fn add_proportional(out: &mut [f64], total: f64, weights: &[f64]) {
     let sum: f64 = weights.iter().sum();
     if sum > 0.0 {
-        weights.iter().map(|w| total * w / sum).collect()
+        for (o, w) in out.iter_mut().zip(weights) {
+            *o += total * w / sum;
+        }
     } else {
         let each = total / weights.len().max(1) as f64;
-        vec![each; weights.len()]
+        for o in out.iter_mut() {
+            *o += each;
+        }
     }
 }
 
@@ -37,28 +49,56 @@ pub(crate) fn fill_leftover(rates: &mut [f64], capacity: f64, caps: &[f64], weig
 /// uncapped item could take it. Items of weight 0 come last: they share equally what
 /// the weighted ones cannot use. The result sums to `min(total, Σ caps)`.
 pub(crate) fn water_fill(total: f64, caps: &[f64], weights: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0; caps.len()];
-    let (weighted, unweighted): (Vec<usize>, Vec<usize>) =
-        (0..caps.len()).partition(|&i| weights[i] > 0.0);
-    let left = fill(total, &weighted, caps, |i| weights[i], &mut out);
-    fill(left, &unweighted, caps, |_| 1.0, &mut out);
+    let mut out = Vec::new();
+    water_fill_into(total, caps, weights, &mut out, &mut FillBuffers::default());
     out
 }
 
-/// Water-fills `total` over `items`, writing into `out`; returns what is left.
+/// The buffers [`water_fill_into`] works in, kept by a caller that fills many times a
+/// cycle (a tree, at each of its nodes) so that it allocates nothing once they have
+/// grown.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FillBuffers {
+    order: Vec<usize>,
+    rest: Vec<f64>,
+}
+
+/// [`water_fill`] into `out` (cleared first), in `buffers`.
+pub(crate) fn water_fill_into(
+    total: f64,
+    caps: &[f64],
+    weights: &[f64],
+    out: &mut Vec<f64>,
+    buffers: &mut FillBuffers,
+) {
+    out.clear();
+    out.resize(caps.len(), 0.0);
+    let weighted = |i: usize| weights[i] > 0.0;
+    let left = fill(total, |i| weighted(i), caps, |i| weights[i], out, buffers);
+    fill(left, |i| !weighted(i), caps, |_| 1.0, out, buffers);
+}
+
+/// Water-fills `total` over the items `pick` selects, writing into `out`; returns what
+/// is left.
 fn fill(
     total: f64,
-    items: &[usize],
+    pick: impl Fn(usize) -> bool,
     caps: &[f64],
     weight: impl Fn(usize) -> f64,
     out: &mut [f64],
+    buffers: &mut FillBuffers,
 ) -> f64 {
-    let mut order = items.to_vec();
-    // Serving the items whose cap binds first lets one pass settle every item.
-    order.sort_by(|&a, &b| (caps[a] / weight(a)).total_cmp(&(caps[b] / weight(b))));
+    let FillBuffers { order, rest } = buffers;
+    order.clear();
+    order.extend((0..caps.len()).filter(|&i| pick(i)));
+    // Serving the items whose cap binds first lets one pass settle every item. Ties in
+    // index order: the order is then one and the same however the sort goes.
+    let ratio = |i: usize| caps[i] / weight(i);
+    order.sort_unstable_by(|&a, &b| ratio(a).total_cmp(&ratio(b)).then(a.cmp(&b)));
     // Suffix sums rather than a running subtraction: the last item's share is then
     // exactly what is left, with no drift.
-    let mut rest: Vec<f64> = order.iter().map(|&i| weight(i)).collect();
+    rest.clear();
+    rest.extend(order.iter().map(|&i| weight(i)));
     for k in (0..rest.len().saturating_sub(1)).rev() {
         rest[k] += rest[k + 1];
     }

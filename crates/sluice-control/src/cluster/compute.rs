@@ -226,7 +226,15 @@ impl<'a> Context<'a> {
                     .collect(),
                 None => Vec::new(),
             };
-            divide(pool, held_total, self.interval_s, self.shares, &attrs)?
+            let generation = (self.layout, known);
+            divide(
+                pool,
+                held_total,
+                self.interval_s,
+                generation,
+                self.shares,
+                &attrs,
+            )?
         };
         for (&j, allocation) in members.iter().zip(allocations) {
             pool.shares[j].1.allocation += allocation;
@@ -530,17 +538,19 @@ fn demand(obs: &ChannelObs) -> f64 {
 
 /// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round (or the tree's
 /// division, by `attrs`, one per job, and `shares`, for a pool with a tree): see the
-/// module's docs.
+/// module's docs. `layout` is the cluster's, `known` whether the pool's last round was
+/// of it.
 fn divide(
     pool: &mut Pool,
     held: f64,
     interval_s: f64,
+    (layout, known): (u64, bool),
     shares: &Shares,
     attrs: &[&JobAttrs],
 ) -> Result<Vec<f64>, ClusterError> {
     let jobs = &pool.observations;
-    pool.tree.clear();
     if jobs.is_empty() {
+        pool.tree.clear();
         return Ok(Vec::new());
     }
     let capacity = pool.capacity();
@@ -557,38 +567,65 @@ fn divide(
         })?;
         match &plan.tree {
             Some(shape) => {
-                let division = shape.divide(shares, &round, attrs);
-                pool.tree = division
-                    .nodes
-                    .iter()
-                    .map(|node| {
-                        let level = shape.levels()[node.depth].attr;
-                        let name = match level {
-                            Attr::Job => jobs[node.job].id.clone(),
-                            attr => attrs[node.job].get(attr).to_owned(),
-                        };
-                        TreeNodeView {
-                            depth: node.depth as u32,
-                            level: level.name().to_owned(),
-                            name,
-                            allocation: node.allocation,
-                            rate: node.usage,
-                            demand: node.demand,
-                            weight: node.weight,
-                        }
-                    })
-                    .collect();
-                division.rates
+                // The layout names the jobs and their attributes (a report that changes
+                // them moves it).
+                let division =
+                    shape.divide_with(&mut pool.divider, Some(layout), shares, &round, attrs);
+                // The views' names are written over last cycle's, which are the same
+                // ones while the layout holds: none is allocated again.
+                let named = known && pool.tree.len() == division.nodes.len();
+                pool.tree.truncate(division.nodes.len());
+                for (at, node) in division.nodes.iter().enumerate() {
+                    let level = shape.levels()[node.depth].attr;
+                    let name = match level {
+                        Attr::Job => jobs[node.job].id.as_str(),
+                        attr => attrs[node.job].get(attr),
+                    };
+                    if at == pool.tree.len() {
+                        pool.tree.push(TreeNodeView {
+                            depth: 0,
+                            level: String::new(),
+                            name: String::new(),
+                            allocation: 0.0,
+                            rate: 0.0,
+                            demand: 0.0,
+                            weight: 0.0,
+                        });
+                    }
+                    let view = &mut pool.tree[at];
+                    if !named {
+                        view.depth = node.depth as u32;
+                        overwrite(&mut view.level, level.name());
+                        overwrite(&mut view.name, name);
+                    }
+                    view.allocation = node.allocation;
+                    view.rate = node.usage;
+                    view.demand = node.demand;
+                    view.weight = node.weight;
+                }
+                division.rates.clone()
             }
-            None => pool.allocator.allocate(&round),
+            None => {
+                pool.tree.clear();
+                pool.allocator.allocate(&round)
+            }
         }
     } else {
+        pool.tree.clear();
         vec![0.0; jobs.len()]
     };
     for rate in &mut rates {
         *rate += each;
     }
     Ok(rates)
+}
+
+/// Sets `buffer` to `text`, in the memory it has when that is enough.
+fn overwrite(buffer: &mut String, text: &str) {
+    if buffer != text {
+        buffer.clear();
+        buffer.push_str(text);
+    }
 }
 
 /// The rates of a fixed-rate algorithm (`static`, `uniform`, `priority`) for the jobs of

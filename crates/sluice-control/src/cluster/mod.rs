@@ -119,7 +119,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sluice_core::segment::Latency;
-use sluice_policy::tree::{JobAttrs, Shares, TreeShape};
+use sluice_policy::tree::{Divider, JobAttrs, Shares, TreeShape};
 use sluice_policy::{Allocator, Estimator, Observation, Params, PolicyError, Problem};
 use thiserror::Error;
 
@@ -478,6 +478,8 @@ struct Pool {
     layout: Option<u64>,
     /// A pool with a tree: its nodes as of the last compute, depth first.
     tree: Vec<TreeNodeView>,
+    /// A pool with a tree: its grouping and buffers, kept from one compute to the next.
+    divider: Divider,
 }
 
 impl Pool {

@@ -9,7 +9,7 @@ use sluice_core::segment::Latency;
 use sluice_policy::registry;
 use sluice_policy::{Allocator, Problem};
 
-use sluice_policy::tree::{JobAttrs, Shares};
+use sluice_policy::tree::{Divider, JobAttrs, Shares};
 
 use super::{
     AutoState, ChannelObs, Cluster, ClusterError, JobSetting, Node, NodeJob, Placement, Pool,
@@ -181,12 +181,17 @@ impl Cluster {
                     new.insert(Placement::default())
                 }
             };
-            placement.attrs = JobAttrs {
+            let attrs = JobAttrs {
                 account: report.account,
                 user: report.user,
                 qos: report.qos,
                 partition: report.partition,
             };
+            // A pool's tree keeps its grouping while the layout holds.
+            if placement.attrs != attrs {
+                placement.attrs = attrs;
+                moved = true;
+            }
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
             placement.segment = report.segment;
@@ -297,6 +302,7 @@ impl Pool {
             server_latency: None,
             layout: None,
             tree: Vec::new(),
+            divider: Divider::default(),
             plan,
         }
     }
