@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::{Map, Value};
+use sluice_control::config::{PoolSpec, parse_share_node};
 use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
-use sluice_policy::{
-    Allocator, Amount, Estimator, JobField, Observation, PolicyError, Problem, Round, bench,
-};
+use sluice_policy::tree::{Attr, JobAttrs, Shares, TreeError, TreeShape};
+use sluice_policy::{Amount, Estimator, JobField, Observation, PolicyError, Problem, Round, bench};
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
 /// see the rate it would set for every job, before deploying it as a policy.
@@ -113,13 +113,24 @@ fn alloc_help() -> String {
     weight    priority weight (> 0, default 1)
     nodes     compute nodes the job holds (whole number ≥ 1, default 1)
     period_s  the job's I/O period in seconds (optional; set10 detects it otherwise)
+    account, user, qos, partition
+              the job's attributes a tree groups it by (strings, with a tree only;
+              a job without one shares the group \"\" with the others without)
+  tree        divide down this tree of job attributes instead of by an algorithm
+              (optional), as a pool's tree = \"account,user,job\" does live; the
+              algorithm is then drf or left out, and the capacity one number
+  shares      with a tree, the shares of its nodes (optional; default 1), as the
+              configuration's [shares.LEVEL] gives them:
+              {\"account\": {\"physics\": 7, \"chem\": 3}, \"user\": {\"physics/alice\": 2}}
   Rates are per second and ≥ 0. limit, usage and arrivals are required by the
   algorithms that read them (below) and default to 0 otherwise. A capacity
   {\"ops\": …, \"bytes\": …} divides a metadata rate and a bandwidth together (with
   {pairs} only); limit, usage and arrivals are then such objects too.
 
 Output: {\"intervals\": [{\"rates\": {\"j1\": …, \"j2\": …}}, …]}, one rate per job and
-interval ({\"ops\": …, \"bytes\": …} when the capacity is).
+interval ({\"ops\": …, \"bytes\": …} when the capacity is). With a tree, each interval
+also has \"nodes\": [{\"depth\", \"level\", \"name\", \"allocation\", \"usage\",
+\"demand\", \"weight\"}, …], the tree's nodes depth first, as sluice jobs --tree shows them.
 
 Algorithms (docs/algorithms.md gives each one's formula and a worked example):
 ",
@@ -172,7 +183,8 @@ Exit status: 0 when the rates were printed; 2 for bad input, after one line on
 stderr that names the field, e.g.
   sluice alloc: intervals[0].jobs[1].limit: must be a finite number ≥ 0
 
-Example: sluice alloc --input docs/examples/alloc-psfa.json",
+Examples: sluice alloc --input docs/examples/alloc-psfa.json
+          sluice alloc --input docs/examples/alloc-tree.json",
     );
     help
 }
@@ -324,9 +336,28 @@ fn observation<A: Amount>(
     path: &str,
     spec: &Spec,
     source: Option<JobField>,
+    attrs: Option<&mut JobAttrs>,
 ) -> Result<Observation<A>, BadInput> {
     let map = object(value, path)?;
-    let names: Vec<&str> = JobField::ALL.iter().map(|f| f.name()).collect();
+    let mut names: Vec<&str> = JobField::ALL.iter().map(|f| f.name()).collect();
+    if let Some(attrs) = attrs {
+        for attr in GROUPED {
+            names.push(attr.name());
+            let Some(value) = map.get(attr.name()) else {
+                continue;
+            };
+            let text = value
+                .as_str()
+                .ok_or_else(|| BadInput::at(&join(path, attr.name()), "must be a string"))?;
+            let field = match attr {
+                Attr::Account => &mut attrs.account,
+                Attr::User => &mut attrs.user,
+                Attr::Qos => &mut attrs.qos,
+                _ => &mut attrs.partition,
+            };
+            text.clone_into(field);
+        }
+    }
     only(map, path, &names)?;
     let id = required(map, path, JobField::Id.name())?
         .as_str()
@@ -381,6 +412,45 @@ fn observation<A: Amount>(
     Ok(obs)
 }
 
+/// The job attributes a tree groups by (the job level is the jobs themselves).
+const GROUPED: [Attr; 4] = [Attr::Account, Attr::User, Attr::Qos, Attr::Partition];
+
+/// The input's `tree` and `shares`.
+fn tree(top: &Map<String, Value>) -> Result<Option<(TreeShape, Shares)>, BadInput> {
+    let Some(shape) = top.get("tree") else {
+        return match top.get("shares") {
+            Some(_) => Err(BadInput::at(
+                "shares",
+                "shares are the nodes' of a tree: give one",
+            )),
+            None => Ok(None),
+        };
+    };
+    let shape: TreeShape = shape
+        .as_str()
+        .ok_or_else(|| BadInput::at("tree", "must be a string"))?
+        .parse()
+        // Its errors start with "tree:".
+        .map_err(|e: TreeError| BadInput(e.to_string()))?;
+    let mut shares = Shares::new();
+    if let Some(levels) = top.get("shares") {
+        for (level, names) in object(levels, "shares")? {
+            let path = join("shares", level);
+            for (node, share) in object(names, &path)? {
+                let path = join(&path, node);
+                let share = number(share, &path)?;
+                let text = format!("{level}={node}");
+                let (attr, name, parent) =
+                    parse_share_node(&text).map_err(|e| BadInput::at(&path, e))?;
+                shares
+                    .set(attr, name, parent, Some(share))
+                    .map_err(|_| BadInput::at(&path, "must be a finite number > 0"))?;
+            }
+        }
+    }
+    Ok(Some((shape, shares)))
+}
+
 /// The whole evaluation: input text in, output JSON text out.
 fn evaluate(text: &str) -> Result<String, BadInput> {
     let doc: Value = serde_json::from_str(text)
@@ -389,11 +459,35 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
     only(
         top,
         "",
-        &["algorithm", "capacity", "params", "estimator", "intervals"],
+        &[
+            "algorithm",
+            "capacity",
+            "params",
+            "estimator",
+            "intervals",
+            "tree",
+            "shares",
+        ],
     )?;
-    let name = required(top, "", "algorithm")?
-        .as_str()
-        .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?;
+    let tree = tree(top)?;
+    // A tree water-fills by weight at every level: drf on one resource, as a live
+    // pool's tree is.
+    let name = match top.get("algorithm") {
+        None if tree.is_some() => PoolSpec::TREE_ALGORITHM,
+        _ => required(top, "", "algorithm")?
+            .as_str()
+            .ok_or_else(|| BadInput::at("algorithm", "must be a string"))?,
+    };
+    if tree.is_some() && name != PoolSpec::TREE_ALGORITHM {
+        return Err(BadInput::at(
+            "algorithm",
+            format!(
+                "{name:?} with a tree: a tree divides by weight up to demand at every level, \
+                 so its algorithm is {:?} (or leave it out)",
+                PoolSpec::TREE_ALGORITHM
+            ),
+        ));
+    }
     let spec = registry::find(name).map_err(|e| located(e, ""))?;
     let params = params(top.get("params"))?;
     let source = load_source(spec, top.get("estimator"))?;
@@ -410,13 +504,42 @@ fn evaluate(text: &str) -> Result<String, BadInput> {
         interval_s,
         capacity,
         intervals,
+        tree: tree.is_some(),
     };
     // The capacity's shape says what the pool divides: one number, or ops and bytes.
-    let out = if !capacity.is_object() {
-        run.through(one.as_mut())?
+    let out = if let Some((shape, shares)) = &tree {
+        if capacity.is_object() {
+            return Err(BadInput::at(
+                "capacity",
+                "must be a number (a tree divides one resource at a time)",
+            ));
+        }
+        run.through(&mut |round: &Round<'_>, attrs: &[JobAttrs]| {
+            let attrs: Vec<&JobAttrs> = attrs.iter().collect();
+            let division = shape.divide(shares, round, &attrs);
+            let nodes: Vec<Value> = division
+                .nodes
+                .iter()
+                .map(|node| {
+                    let level = shape.levels()[node.depth].attr;
+                    let name = match level {
+                        Attr::Job => round.jobs()[node.job].id.as_str(),
+                        attr => attrs[node.job].get(attr),
+                    };
+                    serde_json::json!({
+                        "depth": node.depth, "level": level.name(), "name": name,
+                        "allocation": node.allocation, "usage": node.usage,
+                        "demand": node.demand, "weight": node.weight,
+                    })
+                })
+                .collect();
+            (division.rates, Some(Value::Array(nodes)))
+        })?
+    } else if !capacity.is_object() {
+        run.through(&mut |round: &Round<'_>, _: &[JobAttrs]| (one.allocate(round), None))?
     } else if spec.builds_ops_bytes() {
         let mut both = spec.build_ops_bytes(&params).map_err(|e| located(e, ""))?;
-        run.through(both.as_mut())?
+        run.through(&mut |round: &Round<'_, _>, _: &[JobAttrs]| (both.allocate(round), None))?
     } else {
         return Err(BadInput::at(
             "capacity",
@@ -434,11 +557,17 @@ struct Run<'v> {
     interval_s: f64,
     capacity: &'v Value,
     intervals: &'v [Value],
+    /// Whether the jobs are divided down a tree (and have attributes).
+    tree: bool,
 }
 
+/// One interval's division: the rates by job, and the tree's nodes (a tree's only).
+type Divide<'f, A> = dyn FnMut(&Round<'_, A>, &[JobAttrs]) -> (Vec<A>, Option<Value>) + 'f;
+
 impl Run<'_> {
-    /// Feeds every interval to `allocator`, in order; the output document.
-    fn through<A: Amount>(&self, allocator: &mut dyn Allocator<A>) -> Result<Value, BadInput> {
+    /// Feeds every interval to `divide` (an algorithm's allocator, or a tree), in order;
+    /// the output document.
+    fn through<A: Amount>(&self, divide: &mut Divide<'_, A>) -> Result<Value, BadInput> {
         let capacity: A = amount(self.capacity, "capacity")?;
         // The pool is checked once up front, so a bad capacity is reported even with
         // no intervals.
@@ -448,23 +577,32 @@ impl Run<'_> {
             let path = format!("intervals[{i}]");
             let map = object(interval, &path)?;
             only(map, &path, &["jobs"])?;
-            let jobs = required(map, &path, "jobs")?
+            let listed = required(map, &path, "jobs")?
                 .as_array()
-                .ok_or_else(|| BadInput::at(&join(&path, "jobs"), "must be an array"))?
+                .ok_or_else(|| BadInput::at(&join(&path, "jobs"), "must be an array"))?;
+            let mut attrs = vec![JobAttrs::default(); listed.len()];
+            let jobs = listed
                 .iter()
+                .zip(&mut attrs)
                 .enumerate()
-                .map(|(j, job)| {
-                    observation(job, &format!("{path}.jobs[{j}]"), self.spec, self.source)
+                .map(|(j, (job, attrs))| {
+                    let path = format!("{path}.jobs[{j}]");
+                    let attrs = Some(attrs).filter(|_| self.tree);
+                    observation(job, &path, self.spec, self.source, attrs)
                 })
                 .collect::<Result<Vec<Observation<A>>, _>>()?;
             let round =
                 Round::new(capacity, self.interval_s, &jobs).map_err(|e| located(e, &path))?;
+            let (rates, nodes) = divide(&round, &attrs);
             let rates: Map<String, Value> = jobs
                 .iter()
-                .zip(allocator.allocate(&round))
+                .zip(rates)
                 .map(|(job, rate)| (job.id.clone(), amount_json(rate)))
                 .collect();
-            out.push(serde_json::json!({ "rates": rates }));
+            out.push(match nodes {
+                Some(nodes) => serde_json::json!({ "rates": rates, "nodes": nodes }),
+                None => serde_json::json!({ "rates": rates }),
+            });
         }
         Ok(serde_json::json!({ "intervals": out }))
     }
@@ -640,6 +778,77 @@ mod tests {
                     "intervals":[]}"#
             ),
             "estimator: uniform reads no load, so no estimator applies"
+        );
+    }
+
+    /// algorithms.md's worked example of a tree, and its nodes.
+    #[test]
+    fn a_tree_divides_the_example_and_shows_its_nodes() {
+        let text = include_str!("../../../docs/examples/alloc-tree.json");
+        let out: Value =
+            serde_json::from_str(&evaluate(text).expect("valid example")).expect("json");
+        let rates = &out["intervals"][0]["rates"];
+        let expected = [("x1", 10.0), ("x2", 465.0), ("y1", 475.0), ("c1", 50.0)];
+        for (job, rate) in expected {
+            assert_eq!(rates[job], rate, "{job}");
+        }
+        let nodes = out["intervals"][0]["nodes"].as_array().expect("nodes");
+        let names: Vec<&str> = nodes.iter().filter_map(|n| n["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            ["chem", "carol", "c1", "physics", "x", "x1", "x2", "y", "y1"]
+        );
+        assert_eq!(nodes[3]["allocation"], 950.0);
+        assert_eq!(nodes[3]["weight"], 7.0);
+        // The second interval: chem idle, physics takes it all.
+        let rates = &out["intervals"][1]["rates"];
+        assert_eq!(rates["c1"], 0.0);
+        assert_eq!(rates["x2"].as_f64().map(f64::round), Some(490.0));
+        assert_eq!(rates["y1"].as_f64().map(f64::round), Some(500.0));
+    }
+
+    #[test]
+    fn a_tree_refuses_what_it_cannot_use() {
+        let input = |top: &str, job: &str| {
+            format!(
+                r#"{{{top}"capacity":100,"intervals":[{{"jobs":[
+                    {{"id":"a","arrivals":1{job}}}]}}]}}"#
+            )
+        };
+        let cases = [
+            (
+                input(r#""tree":"account,job","algorithm":"psfa","#, ""),
+                "algorithm: \"psfa\" with a tree: a tree divides by weight up to demand at \
+                 every level, so its algorithm is \"drf\" (or leave it out)",
+            ),
+            (
+                input(r#""algorithm":"drf","shares":{"account":{"a":1}},"#, ""),
+                "shares: shares are the nodes' of a tree: give one",
+            ),
+            (
+                input(r#""tree":"account,user","#, ""),
+                "tree: the last level, and only it, is job (e.g. \"account,user,job\")",
+            ),
+            (
+                input(r#""tree":"account,job","shares":{"account":{"a":0}},"#, ""),
+                "shares.account.a: must be a finite number > 0",
+            ),
+            (
+                input(r#""tree":"account,job","#, r#","account":7"#),
+                "intervals[0].jobs[0].account: must be a string",
+            ),
+            (
+                input(r#""algorithm":"drf","#, r#","account":"x""#),
+                "intervals[0].jobs[0].account: unknown field (expected one of: id, limit, \
+                 usage, arrivals, weight, nodes, period_s)",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(error(&input), expected);
+        }
+        assert_eq!(
+            error(r#"{"tree":"job","capacity":{"ops":1,"bytes":1},"intervals":[]}"#),
+            "capacity: must be a number (a tree divides one resource at a time)"
         );
     }
 
