@@ -1,16 +1,19 @@
 //! Hierarchical fair share with real daemons: a global and two locals in network
 //! namespaces, a pool divided down `account,user,job`, six saturated jobs of three users
-//! in two accounts (shares 70/30) and 1 to 8 nodes, placed on both nodes.
+//! in two accounts (shares 70/30) and 1 to 8 nodes, placed on both nodes; and a global
+//! reading Slurm's association shares at start and on SIGHUP.
 
 mod common;
 
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::daemons::{call_times, monotonic_ns, rate_between, wait_for};
+use common::daemons::{
+    Daemon, call_times, free_port, monotonic_ns, rate_between, wait_answers, wait_for,
+};
 use common::net::Cluster;
-use common::{Scratch, c_prog, path_str, tmp_dir};
+use common::{Scratch, c_prog, path_str, sluice_bin, tmp_dir};
 use serde_json::Value;
 
 const SEC: u64 = 1_000_000_000;
@@ -256,4 +259,137 @@ fn accounts_users_and_jobs_get_their_shares_and_lend_what_they_leave() {
         (chem_back - chem_due).abs() <= 0.02 * chem_due,
         "chem back: {chem_back:.0}/s, due {chem_due:.0}/s"
     );
+}
+
+/// A global with `slurm_shares = true` and the configuration `config`, its log in
+/// `dir/NAME.log`, the environment given `env` (`sacctmgr` is looked up on its PATH).
+fn global_with_env(dir: &Path, name: &str, env: &[(&str, String)]) -> Daemon {
+    let config = dir.join("global.toml");
+    std::fs::write(
+        &config,
+        "slurm_shares = true\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"6k/s\"\ntree = \"account,user,job\"\n\n[shares.account]\nphys = 2\n",
+    )
+    .unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let state = dir.join(format!("{name}-state"));
+    let log = dir.join(format!("{name}.log"));
+    let child = Command::new(sluice_bin())
+        .args(["global", "--listen", &listen, "--state-dir"])
+        .arg(&state)
+        .arg("--config")
+        .arg(&config)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("SLUICE_LOG_LEVEL", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start the global");
+    let global = Daemon { child, log };
+    wait_answers(&global, &format!("http://{listen}"));
+    global
+}
+
+/// Waits up to 10 s for a line of `daemon`'s log holding every one of `words`.
+fn logged(daemon: &Daemon, words: &[&str]) -> bool {
+    wait_for(Duration::from_secs(10), || {
+        daemon
+            .log_text()
+            .lines()
+            .any(|l| words.iter().all(|w| l.contains(w)))
+    })
+}
+
+/// Slurm's shares at start and on SIGHUP. The Slurm the tests run keeps no accounts:
+/// there is no slurmdbd here (Debian's `slurmdbd` and a MariaDB for it are not
+/// installed; slurm.rs runs `AccountingStorageType=accounting_storage/none`), and the
+/// real `sacctmgr` refuses to list associations without it: with such a configuration
+/// the global logs its refusal and keeps the shares in force. Then a stand-in on the
+/// PATH prints associations the way the real one's `-nP` does (`--noheader`,
+/// `--parsable2`: fields between `|`, none at the end; a share of `parent` and the root
+/// account with none, as sacctmgr shows them), checks it was asked exactly that, and
+/// the global reads them at start and again on SIGHUP, once they changed.
+#[test]
+fn slurm_shares_are_read_at_start_and_again_on_sighup() {
+    let dir = tmp_dir();
+    let d = dir.path();
+    let path = std::env::var("PATH").unwrap_or_default();
+    // A Slurm configuration like the tests' (no accounting storage).
+    let conf = d.join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=sluice\nSlurmctldHost=localhost(127.0.0.1)\n\
+         AccountingStorageType=accounting_storage/none\n\
+         NodeName=localhost CPUs=1\nPartitionName=debug Nodes=ALL\n",
+    )
+    .unwrap();
+    let real = Command::new("sacctmgr")
+        .arg("--version")
+        .env("SLURM_CONF", &conf)
+        .output()
+        .is_ok();
+    if real {
+        let mut global = global_with_env(d, "real", &[("SLURM_CONF", path_str(&conf))]);
+        assert!(
+            logged(
+                &global,
+                &[
+                    "shares from Slurm not read, those in force stay",
+                    "not running a supported accounting_storage plugin",
+                ]
+            ),
+            "{}",
+            global.log_text()
+        );
+        global.terminate(Duration::from_secs(10));
+    } else {
+        eprintln!("no sacctmgr here: only the stand-in is read");
+    }
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let assoc = d.join("assoc");
+    let stand_in = bin.join("sacctmgr");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\n[ \"$*\" = \"-nP show assoc format=account,user,share,parentname\" ] \
+             || {{ echo \"sacctmgr: asked $*\" >&2; exit 3; }}\nexec cat {}\n",
+            path_str(&assoc)
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let two = "root|||\nroot|root|1|\nphys||7|root\nchem||3|root\n\
+               phys|alice|1|\nphys|bob|parent|\nchem|carol|1|\n";
+    std::fs::write(&assoc, two).unwrap();
+    let env = [("PATH", format!("{}:{path}", path_str(&bin)))];
+    let mut global = global_with_env(d, "stand-in", &env);
+    // root's own user holds a share beside phys and chem: root is an account too.
+    let read = |accounts: &str| {
+        logged(
+            &global,
+            &["shares read from Slurm's associations", accounts],
+        )
+    };
+    assert!(read("accounts=3"), "{}", global.log_text());
+    std::fs::write(&assoc, format!("{two}bio||5|root\nbio|dave|1|\n")).unwrap();
+    global.signal(libc::SIGHUP);
+    assert!(read("accounts=4"), "{}", global.log_text());
+    // A failing sacctmgr on SIGHUP: the log says why, and the global goes on.
+    std::fs::write(&assoc, "root|||\nphys|x|lots|\n").unwrap();
+    global.signal(libc::SIGHUP);
+    assert!(
+        logged(
+            &global,
+            &["shares from Slurm not read", "the share is not a number"]
+        ),
+        "{}",
+        global.log_text()
+    );
+    global.terminate(Duration::from_secs(10));
 }

@@ -114,14 +114,20 @@ pub fn start_global(dir: &Path, extra: &[&str]) -> (Daemon, String) {
         .collect();
     let global = Daemon::start(None, &args, dir.join("global.log"));
     let url = format!("http://{listen}");
+    wait_answers(&global, &url);
+    (global, url)
+}
+
+/// Waits until `sluice status` answers from the global at `url` (panics after 10 s, with
+/// its log): it then also has its signal handlers.
+pub fn wait_answers(global: &Daemon, url: &str) {
     let answers = wait_for(Duration::from_secs(10), || {
         Command::new(sluice_bin())
-            .args(["status", "--server", &url])
+            .args(["status", "--server", url])
             .output()
             .is_ok_and(|o| o.status.success())
     });
     assert!(answers, "the global never answered: {}", global.log_text());
-    (global, url)
 }
 
 /// A local controller on a socket of its own, with its state directory and config.
