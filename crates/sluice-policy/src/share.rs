@@ -74,7 +74,7 @@ pub(crate) fn water_fill_into(
     out.clear();
     out.resize(caps.len(), 0.0);
     let weighted = |i: usize| weights[i] > 0.0;
-    let left = fill(total, |i| weighted(i), caps, |i| weights[i], out, buffers);
+    let left = fill(total, weighted, caps, |i| weights[i], out, buffers);
     fill(left, |i| !weighted(i), caps, |_| 1.0, out, buffers);
 }
 

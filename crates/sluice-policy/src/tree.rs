@@ -945,7 +945,7 @@ mod tests {
             arrivals,
             usage: arrivals.min(500.0),
             nodes: 1 + id % 4,
-            weight: (id % 3 == 0).then_some(2.5),
+            weight: id.is_multiple_of(3).then_some(2.5),
         }
     }
 
