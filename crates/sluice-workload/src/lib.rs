@@ -12,6 +12,12 @@
 //! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
 //!   [`synth`] makes them with the statistics of a production Lustre file system.
 //! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
+//! - [`demo`]: `sluice demo`, four jobs sharing a pool with and without control, watched
+//!   live.
+//! - [`experiment`]: the scenario runner of `sluice experiment` (controllers, jobs at
+//!   their times, per-second figures, summaries and comparisons).
+//! - [`harness`]: the one way controllers and jobs are started, waited for and killed,
+//!   for the runner, the demo, the benchmarks and the integration tests.
 //! - [`plot`]: rates and allocations over time as a PNG chart, for experiments and the demo.
 //! - [`bench_stage`]: the stage's admission path measured in process (managed with a
 //!   rule that never throttles, unmanaged, and scaling over threads).
@@ -29,6 +35,9 @@ pub mod bench_cycle;
 pub mod bench_stage;
 pub mod calls;
 pub mod data;
+pub mod demo;
+pub mod experiment;
+pub mod harness;
 pub mod ior;
 pub mod load;
 mod meter;
