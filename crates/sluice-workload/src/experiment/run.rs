@@ -610,10 +610,10 @@ impl SetupRun<'_> {
         // its exit, as the program's wrapper measured it (without the launcher's
         // start-up).
         for u in &self.units {
-            if let (Records::Command(times), Some(end)) = (&u.kind, &mut self.ended[u.job]) {
-                if let Some(took) = command_took(times) {
-                    *end = sc.jobs[u.job].start.as_secs_f64() + took;
-                }
+            if let (Records::Command(times), Some(end)) = (&u.kind, &mut self.ended[u.job])
+                && let Some(took) = command_took(times)
+            {
+                *end = sc.jobs[u.job].start.as_secs_f64() + took;
             }
         }
         Outcome {

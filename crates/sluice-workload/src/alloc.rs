@@ -14,8 +14,10 @@ use anyhow::Context;
 use serde_json::{Map, Value};
 use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
 use sluice_policy::{
-    Allocator, Amount, Estimator, JobField, Observation, PolicyError, Problem, Round, bench,
+    Allocator, Amount, Estimator, JobField, Observation, PolicyError, Problem, Round,
 };
+
+use crate::bench_alloc as bench;
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
 /// see the rate it would set for every job, before deploying it as a policy.
