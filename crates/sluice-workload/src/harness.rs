@@ -54,6 +54,8 @@ pub struct Process {
     pub child: Child,
     /// Where its standard error goes, when it was started with [`Process::logged`].
     pub log: PathBuf,
+    /// Killed already: its group id may since name another group.
+    killed: bool,
 }
 
 impl Process {
@@ -63,6 +65,7 @@ impl Process {
         Ok(Process {
             child,
             log: PathBuf::new(),
+            killed: false,
         })
     }
 
@@ -92,12 +95,14 @@ impl Process {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Kills its whole group (SIGKILL) and reaps it.
+    /// Kills its whole group (SIGKILL) and reaps it: the members left when the process
+    /// itself has ended go too (a daemon a shell put in the background). A group id
+    /// stays reserved while any member lives, so it names no stranger's group.
     pub fn kill(&mut self) {
-        if self.running()
+        if !std::mem::replace(&mut self.killed, true)
             && let Ok(pid) = i32::try_from(self.child.id())
         {
-            // SAFETY: kill(2) with the group id of a group we made; no memory is involved.
+            // SAFETY: kill(2) with the id of a group we made; no memory is involved.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
         let _ = self.child.kill();
@@ -169,6 +174,8 @@ pub struct Sluice {
     pub stage: Option<PathBuf>,
     /// A network namespace to run it in (`ip netns exec NS`).
     pub netns: Option<String>,
+    /// Variables added to its environment.
+    pub env: Vec<(String, String)>,
 }
 
 impl Sluice {
@@ -186,6 +193,7 @@ impl Sluice {
             bin: bin.into(),
             stage: None,
             netns: None,
+            env: Vec::new(),
         }
     }
 
@@ -202,6 +210,7 @@ impl Sluice {
         if let Some(stage) = &self.stage {
             c.env("SLUICE_STAGE", stage);
         }
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
         c.args(args);
         c
     }
@@ -298,16 +307,19 @@ impl Sluice {
         procs: &mut [Process],
         limit: Duration,
     ) -> Result<(), HarnessError> {
-        let ready = wait_until(limit, Duration::from_millis(50), || {
-            procs.iter_mut().all(Process::running)
-                && sockets.iter().all(|s| self.status(s).is_some())
-                && (locals <= 1
-                    || sockets
-                        .first()
-                        .and_then(|s| self.status(s))
-                        .is_some_and(|v| v["locals"].as_u64() == Some(locals.into())))
+        let mut exited = false;
+        let answered = wait_until(limit, Duration::from_millis(50), || {
+            // One that exited will not answer: no use waiting for it.
+            exited = !procs.iter_mut().all(Process::running);
+            exited
+                || sockets.iter().all(|s| self.status(s).is_some())
+                    && (locals <= 1
+                        || sockets
+                            .first()
+                            .and_then(|s| self.status(s))
+                            .is_some_and(|v| v["locals"].as_u64() == Some(locals.into())))
         });
-        if ready {
+        if answered && !exited {
             return Ok(());
         }
         let procs: Vec<&Process> = procs.iter().collect();
