@@ -130,10 +130,7 @@ fn detach_stdio() {
 
 /// Whether process `pid` exists (it may be another user's).
 fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks.
-    pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    u32::try_from(pid).is_ok_and(|p| p > 0 && sluice_control::local::alive(p))
 }
 
 /// Returns once process `pid` has ended: woken by a pidfd where the kernel has them, else

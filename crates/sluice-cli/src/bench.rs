@@ -8,7 +8,7 @@ use sluice_workload::bench_control::{self, ControlBenchOptions};
 use sluice_workload::bench_cycle::{self, CycleBenchOptions};
 
 use crate::Usage;
-use crate::alloc::BenchAllocArgs;
+use sluice_workload::alloc::BenchAllocArgs;
 
 /// Benchmarks: figures, not tests.
 #[derive(clap::Subcommand, Debug)]

@@ -5,7 +5,6 @@
 //! 2 bad input (nothing was changed or run), and for `sluice run` the command's own status.
 
 mod admin_cmd;
-mod alloc;
 mod attach_cmd;
 mod bench;
 mod client;
@@ -63,7 +62,7 @@ enum Command {
     /// Rules: check them; start, change, stop and list the administrator's rules.
     #[command(subcommand)]
     Rule(rule_cmd::RuleCmd),
-    Alloc(alloc::AllocArgs),
+    Alloc(sluice_workload::alloc::AllocArgs),
     Load(load::LoadArgs),
     /// Run scenarios (jobs, a pool, set-ups to compare) and compare their results.
     #[command(subcommand)]

@@ -36,13 +36,13 @@ mod common;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use common::installed::{Installed, Running, needs_root};
 use common::{bin_dir, path_str, tmp_dir, workspace};
+use sluice_workload::harness::Process;
 use tempfile::TempDir;
 
 /// How long the blocks of one heading may take together.
@@ -243,17 +243,16 @@ fn run_session(mut command: Command, script: &str, work: &Path) -> Session {
     std::fs::write(&file, script).expect("session script");
     let log = work.join("transcript");
     let out = std::fs::File::create(&log).expect("transcript");
-    let mut child = command
-        .arg(&file)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().expect("transcript"))
-        .stderr(out)
-        .process_group(0)
-        .spawn()
-        .expect("cannot start bash");
+    let mut session = Process::start(
+        command
+            .arg(&file)
+            .stdout(out.try_clone().expect("transcript"))
+            .stderr(out),
+    )
+    .expect("cannot start bash");
     let start = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().expect("the session") {
+        if let Some(status) = session.child.try_wait().expect("the session") {
             break Some(status);
         }
         if start.elapsed() > SESSION_LIMIT {
@@ -262,10 +261,8 @@ fn run_session(mut command: Command, script: &str, work: &Path) -> Session {
         std::thread::sleep(Duration::from_millis(20));
     };
     // Whatever the blocks left running (a daemon put in the background) goes with them.
-    // SAFETY: killpg with the group of a child of ours.
-    unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+    session.kill();
     let status = status.unwrap_or_else(|| {
-        let _ = child.wait();
         panic!(
             "the session ran over {SESSION_LIMIT:?}:\n{}",
             std::fs::read_to_string(&log).unwrap_or_default()

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::daemons::{
@@ -15,6 +15,7 @@ use common::daemons::{
 use common::net::Cluster;
 use common::{Scratch, c_prog, path_str, sluice_bin, tmp_dir};
 use serde_json::Value;
+use sluice_workload::harness::Process;
 
 const SEC: u64 = 1_000_000_000;
 
@@ -274,19 +275,14 @@ fn global_with_env(dir: &Path, name: &str, env: &[(&str, String)]) -> Daemon {
     let listen = format!("127.0.0.1:{}", free_port());
     let state = dir.join(format!("{name}-state"));
     let log = dir.join(format!("{name}.log"));
-    let child = Command::new(sluice_bin())
-        .args(["global", "--listen", &listen, "--state-dir"])
+    let mut cmd = Command::new(sluice_bin());
+    cmd.args(["global", "--listen", &listen, "--state-dir"])
         .arg(&state)
         .arg("--config")
         .arg(&config)
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("SLUICE_LOG_LEVEL", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start the global");
-    let global = Daemon { child, log };
+        .env("SLUICE_LOG_LEVEL", "info");
+    let global = Daemon(Process::logged(&mut cmd, &log).expect("start the global"));
     wait_answers(&global, &format!("http://{listen}"));
     global
 }

@@ -23,7 +23,6 @@
 //!   [`Estimator`] (the admitted rate, the arrivals, or sluice's wait-inflated demand)
 //!   a controller feeds it there by default: its paper's for a published algorithm.
 //! - [`period`]: FTIO-style detection of a job's I/O period, which `set10` uses.
-//! - [`mod@bench`]: the timing behind `sluice bench alloc`.
 //! - [`tree`]: hierarchical fair share, a pool divided down a tree of job attributes
 //!   (account, user, QOS, partition, job) with a share per node, work-conserving at
 //!   every level.
@@ -65,7 +64,6 @@
 //! that every algorithm shares, so each algorithm's file reads as its paper's formula.
 
 pub mod algo;
-pub mod bench;
 mod error;
 mod estimator;
 mod fft;

@@ -28,21 +28,24 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::harness::{Process, free_port, temp_dir};
 use anyhow::{Context, Result, bail};
-use bytes::{BufMut, Bytes, BytesMut};
-use prost::Message;
 use sluice_control::cluster::{ChannelObs, NodeJob};
 use sluice_control::config::format_duration;
 use sluice_control::global::cycle_at;
 use sluice_control::local::{Observed, report_message};
+use sluice_control::proto::control_client::ControlClient;
 use sluice_control::proto::{self, GlobalMessage, LocalMessage, global_message, local_message};
+use sluice_control::transport::{ConnectOptions, Endpoint, connect};
 use tokio::sync::{Semaphore, mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
 
 /// Cycles run before the measured ones, so that every local has sent its full report
 /// and the global's state has its steady size.
@@ -60,8 +63,6 @@ const CONNECTING: usize = 128;
 /// Bound of the whole connection phase, and of the global's start.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(120);
 const START_DEADLINE: Duration = Duration::from_secs(10);
-/// The control stream's method, as gRPC names it on the wire.
-const SESSION_PATH: &str = "/sluice.v1.Control/Session";
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -108,25 +109,24 @@ pub struct ControlBench {
 pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
     raise_open_files()?;
     let exe = std::env::current_exe().context("cannot find the sluice executable")?;
-    let dir = TempDir::new()?;
-    let log = dir.0.join("global.log");
-    let (mut global, addr) = start_global(&exe, &dir.0, &log, o)?;
-    let mut simulator = Child::spawn(
-        "the simulator",
+    let dir = temp_dir(None, "sluice-bench-control.")?;
+    let log = dir.path().join("global.log");
+    let (mut global, addr) = start_global(&exe, dir.path(), &log, o)?;
+    let mut simulator = Process::start(
         Command::new(&exe)
             .args(["bench", "control", "--simulate-on", &addr.to_string()])
             .args(["--locals", &o.locals.to_string()])
             .args(["--cycles", &o.cycles.to_string()])
             .args(["--interval", &format_duration(o.interval)])
-            .stdin(Stdio::null())
             .stdout(Stdio::piped()),
-    )?;
+    )
+    .context("cannot start the simulator")?;
     let stdout = simulator
-        .0
+        .child
         .stdout
         .take()
         .context("the simulator's stdout")?;
-    let pids = [global.0.id(), simulator.0.id()];
+    let pids = [global.child.id(), simulator.child.id()];
     eprintln!(
         "workload: {} locals × {JOBS} jobs; each cycle the demands of a rotating tenth of \
          the locals' jobs change, the others' hold (and are left out of reports, as real \
@@ -135,11 +135,14 @@ pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
         sluice_control::local::TOLERANCE * 100.0
     );
     let reading = Reading::of(BufReader::new(stdout), pids, o.locals)?;
-    let status = simulator.0.wait().context("waiting for the simulator")?;
+    let status = simulator
+        .child
+        .wait()
+        .context("waiting for the simulator")?;
     if !status.success() {
         bail!("the simulator failed ({status})");
     }
-    if let Some(status) = global.0.try_wait()? {
+    if let Some(status) = global.child.try_wait()? {
         bail!(
             "the global exited during the run ({status}): {}",
             tail(&log)
@@ -155,13 +158,15 @@ fn start_global(
     dir: &Path,
     log: &Path,
     o: &ControlBenchOptions,
-) -> Result<(Child, SocketAddr)> {
+) -> Result<(Process, SocketAddr)> {
     let config = dir.join("global.toml");
     std::fs::write(&config, config_text(o.locals))
         .context("cannot write the global's configuration")?;
-    let addr = free_port()?;
-    let mut global = Child::spawn(
-        "the global",
+    let addr = SocketAddr::from((
+        [127, 0, 0, 1],
+        free_port().context("cannot find a free port")?,
+    ));
+    let mut global = Process::logged(
         Command::new(exe)
             .args(["global", "--listen", &addr.to_string()])
             .args(["--interval", &format_duration(o.interval)])
@@ -169,11 +174,10 @@ fn start_global(
             .arg(&config)
             .arg("--state-dir")
             .arg(dir.join("global-state"))
-            .env("SLUICE_LOG_LEVEL", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).context("cannot create the global's log")?),
-    )?;
+            .env("SLUICE_LOG_LEVEL", "warn"),
+        log,
+    )
+    .context("cannot start the global")?;
     wait_listening(&mut global, addr, log)?;
     Ok((global, addr))
 }
@@ -287,55 +291,11 @@ pub(crate) fn rank(sorted: &[f64], p: f64) -> Option<f64> {
     sorted.get(i).copied()
 }
 
-/// A child process, killed when dropped, so that an error leaves no daemon behind.
-struct Child(std::process::Child);
-
-impl Child {
-    fn spawn(what: &str, command: &mut Command) -> Result<Child> {
-        command
-            .spawn()
-            .map(Child)
-            .with_context(|| format!("cannot start {what}"))
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A directory of its own under the system's temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir> {
-        let path =
-            std::env::temp_dir().join(format!("sluice-bench-control-{}", std::process::id()));
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        Ok(TempDir(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A loopback address whose port was free a moment ago (the global binds it itself).
-fn free_port() -> Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
-    Ok(listener.local_addr()?)
-}
-
 /// Waits until the global accepts connections on `addr`.
-fn wait_listening(global: &mut Child, addr: SocketAddr, log: &Path) -> Result<()> {
+fn wait_listening(global: &mut Process, addr: SocketAddr, log: &Path) -> Result<()> {
     let start = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
-        if let Some(status) = global.0.try_wait()? {
+        if let Some(status) = global.child.try_wait()? {
             bail!("the global exited ({status}): {}", tail(log));
         }
         if start.elapsed() > START_DEADLINE {
@@ -535,19 +495,12 @@ fn until_boundary(k: u64, interval: Duration) -> Duration {
 }
 
 /// One simulated local controller: a gRPC stream of its own, on a TCP connection of its
-/// own, spoken through `h2` directly and driven by the local's one task.
-///
-/// A real local sits on a node of its own; here a thousand share two cores with the
-/// global, and what the simulator spends is taken from the global. Through tonic, a
-/// report crosses three tasks (the local's, the request body's pipe and the
-/// connection's) before its `writev`; here the task that builds it also polls the
-/// connection, so a report costs one wake-up. The global sees the same frames either way.
+/// own, through the protocol's generated client as a real local's uplink opens it.
 struct SimLocal {
     node: SimNode,
     interval_s: f64,
-    connection: h2::client::Connection<tokio::net::TcpStream, Bytes>,
-    up: h2::SendStream<Bytes>,
-    down: GrpcReader,
+    up: mpsc::Sender<LocalMessage>,
+    down: Streaming<GlobalMessage>,
 }
 
 impl SimLocal {
@@ -560,36 +513,26 @@ impl SimLocal {
     ) -> Result<SimLocal> {
         let sim = SimNode::new(index, groups);
         let node = sim.name.clone();
-        let tcp = tokio::net::TcpStream::connect(global)
-            .await
-            .with_context(|| format!("{node}: cannot connect to {global}"))?;
-        tcp.set_nodelay(true)?;
-        let (send, mut connection) = h2::client::handshake(tcp)
-            .await
-            .with_context(|| format!("{node}: HTTP/2 handshake"))?;
-        let request = http::Request::post(format!("http://{global}{SESSION_PATH}"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(())?;
-        let opening = async {
-            let (response, mut up) = send.ready().await?.send_request(request, false)?;
-            let hello = proto::Hello {
-                node: node.clone(),
-                version: 1,
-            };
-            up.send_data(grpc_frame(&local(local_message::Body::Hello(hello))), false)?;
-            anyhow::Ok((response.await?, up))
+        let endpoint = Endpoint::Tcp {
+            host: global.ip().to_string(),
+            port: global.port(),
+            tls: false,
         };
-        let (response, up) = tokio::select! {
-            opened = opening => opened.with_context(|| format!("{node}: session"))?,
-            ended = &mut connection => bail!("{node}: connection ended before the session: {ended:?}"),
+        // A report waits for the one before it at most: the locals report once a cycle.
+        let (up, rx) = mpsc::channel(4);
+        let hello = proto::Hello {
+            node: node.clone(),
+            version: 1,
         };
-        let mut down = GrpcReader::new(response.into_body());
-        let first = tokio::select! {
-            message = down.next() => message,
-            ended = &mut connection => bail!("{node}: connection ended before the policy: {ended:?}"),
-        };
-        match first {
+        up.send(local(local_message::Body::Hello(hello))).await?;
+        let mut down = async {
+            let channel = connect(&endpoint, &ConnectOptions::default()).await?;
+            let mut client = ControlClient::new(channel);
+            anyhow::Ok(client.session(ReceiverStream::new(rx)).await?.into_inner())
+        }
+        .await
+        .with_context(|| format!("{node}: session"))?;
+        match down.message().await {
             Ok(Some(GlobalMessage {
                 body: Some(global_message::Body::Policy(_)),
             })) => {}
@@ -598,14 +541,13 @@ impl SimLocal {
         Ok(SimLocal {
             node: sim,
             interval_s,
-            connection,
             up,
             down,
         })
     }
 
     /// Reports each cycle `tick` announces and notes the rates that come down, until
-    /// the ticks end or the connection does.
+    /// the ticks end or the stream does.
     async fn run(mut self, mut tick: watch::Receiver<u64>, timeline: &Timeline) {
         let mut full = true;
         loop {
@@ -616,8 +558,7 @@ impl SimLocal {
                     }
                     let cycle = *tick.borrow_and_update();
                     let report = self.report(cycle, std::mem::take(&mut full));
-                    let frame = grpc_frame(&local(local_message::Body::Report(report)));
-                    if self.up.send_data(frame, false).is_err() {
+                    if self.up.send(local(local_message::Body::Report(report))).await.is_err() {
                         return;
                     }
                     let now = now_ns();
@@ -625,7 +566,7 @@ impl SimLocal {
                     let seen = timeline.entry(cycle).or_default();
                     seen.sent = seen.sent.max(now);
                 }
-                message = self.down.next() => match message {
+                message = self.down.message() => match message {
                     Ok(Some(GlobalMessage { body: Some(global_message::Body::Rates(r)) })) => {
                         let now = now_ns();
                         let mut timeline = timeline.lock().expect("timeline");
@@ -639,8 +580,6 @@ impl SimLocal {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => return,
                 },
-                // Writes what was queued, reads what came, answers pings.
-                _ = &mut self.connection => return,
             }
         }
     }
@@ -742,66 +681,6 @@ pub(crate) fn node_job(job: &str, demand: f64) -> NodeJob {
 /// `body` as a message of the control stream.
 fn local(body: local_message::Body) -> LocalMessage {
     LocalMessage { body: Some(body) }
-}
-
-/// `message` in gRPC's framing: not compressed, its length, its bytes.
-fn grpc_frame(message: &impl Message) -> Bytes {
-    let len = message.encoded_len();
-    let mut frame = BytesMut::with_capacity(5 + len);
-    frame.put_u8(0);
-    frame.put_u32(len as u32);
-    message
-        .encode(&mut frame)
-        .expect("the buffer was sized for the message");
-    frame.freeze()
-}
-
-/// The global's messages out of an HTTP/2 response body, in gRPC's framing.
-struct GrpcReader {
-    body: h2::RecvStream,
-    /// Received bytes not yet a whole message.
-    pending: BytesMut,
-}
-
-impl GrpcReader {
-    fn new(body: h2::RecvStream) -> Self {
-        GrpcReader {
-            body,
-            pending: BytesMut::new(),
-        }
-    }
-
-    /// The next message; `None` when the stream ended.
-    async fn next(&mut self) -> Result<Option<GlobalMessage>> {
-        loop {
-            if let Some(message) = self.take()? {
-                return Ok(Some(message));
-            }
-            let Some(chunk) = self.body.data().await else {
-                return Ok(None);
-            };
-            let chunk = chunk?;
-            // Read, so the global may send as much again.
-            let _ = self.body.flow_control().release_capacity(chunk.len());
-            self.pending.extend_from_slice(&chunk);
-        }
-    }
-
-    /// A whole message off the front of `pending`, if there is one.
-    fn take(&mut self) -> Result<Option<GlobalMessage>> {
-        let Some(header) = self.pending.get(..5) else {
-            return Ok(None);
-        };
-        if header[0] != 0 {
-            bail!("a compressed message, which the simulator did not ask for");
-        }
-        let len = u32::from_be_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
-        if self.pending.len() < 5 + len {
-            return Ok(None);
-        }
-        let frame = self.pending.split_to(5 + len);
-        Ok(Some(GlobalMessage::decode(&frame[5..])?))
-    }
 }
 
 #[cfg(test)]

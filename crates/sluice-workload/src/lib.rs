@@ -12,7 +12,16 @@
 //! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
 //!   [`synth`] makes them with the statistics of a production Lustre file system.
 //! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
+//! - [`demo`]: `sluice demo`, four jobs sharing a pool with and without control, watched
+//!   live.
+//! - [`experiment`]: the scenario runner of `sluice experiment` (controllers, jobs at
+//!   their times, per-second figures, summaries and comparisons).
+//! - [`harness`]: the one way controllers and jobs are started, waited for and killed,
+//!   for the runner, the demo, the benchmarks and the integration tests.
 //! - [`plot`]: rates and allocations over time as a PNG chart, for experiments and the demo.
+//! - [`alloc`]: `sluice alloc`, an algorithm evaluated offline on intervals given as JSON.
+//! - [`bench_alloc`]: every control algorithm timed for one interval (`sluice bench
+//!   alloc`); here, not in sluice-policy, whose algorithms read no clock.
 //! - [`bench_stage`]: the stage's admission path measured in process (managed with a
 //!   rule that never throttles, unmanaged, and scaling over threads).
 //! - [`bench_control`]: the global controller on loopback with simulated locals, each
@@ -24,11 +33,16 @@
 //! Loads call libc directly, one call per operation, so that what the stage counts is
 //! exactly what the load did (see [`calls`]).
 
+pub mod alloc;
+pub mod bench_alloc;
 pub mod bench_control;
 pub mod bench_cycle;
 pub mod bench_stage;
 pub mod calls;
 pub mod data;
+pub mod demo;
+pub mod experiment;
+pub mod harness;
 pub mod ior;
 pub mod load;
 mod meter;

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sluice_workload::harness::{self, Process, Sluice};
 use tempfile::TempDir;
 
 use super::{bin_dir, path_str, sluice_bin, tmp_dir};
@@ -16,12 +17,32 @@ pub fn monotonic_ns() -> u64 {
     sluice_control::segment_file::monotonic_ns()
 }
 
-/// A daemon process, killed (SIGKILL) and reaped when dropped.
-pub struct Daemon {
-    /// The process.
-    pub child: Child,
-    /// Its stderr log.
-    pub log: PathBuf,
+/// A daemon process in a group of its own, killed (SIGKILL) and reaped when dropped
+/// (the laboratory's [`Process`]).
+pub struct Daemon(pub Process);
+
+impl std::ops::Deref for Daemon {
+    type Target = Process;
+    fn deref(&self) -> &Process {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Daemon {
+    fn deref_mut(&mut self) -> &mut Process {
+        &mut self.0
+    }
+}
+
+/// The `sluice` and stage library of directory `bins`, as the tests start them: logging
+/// at info, optionally inside network namespace `netns`.
+pub fn sluice_of(bins: &Path, netns: Option<&str>) -> Sluice {
+    Sluice {
+        bin: bins.join("sluice"),
+        stage: Some(bins.join("libsluice_stage.so")),
+        netns: netns.map(str::to_owned),
+        env: vec![("SLUICE_LOG_LEVEL".to_owned(), "info".to_owned())],
+    }
 }
 
 impl Daemon {
@@ -36,48 +57,21 @@ impl Daemon {
     /// no site file in /etc (a release before `none` reads it as a missing file, which it
     /// took for no file).
     pub fn start_from(bins: &Path, netns: Option<&str>, args: &[String], log: PathBuf) -> Daemon {
-        let sluice = bins.join("sluice");
         let mut args = args.to_vec();
         let daemon = matches!(args.first().map(String::as_str), Some("local" | "global"));
         if daemon && !args.iter().any(|a| a == "--config") {
             args.extend(["--config".to_owned(), "none".to_owned()]);
         }
-        let mut c = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(sluice);
-                c
-            }
-            None => Command::new(sluice),
-        };
-        let err = std::fs::File::create(&log).expect("daemon log");
-        let child = c
-            .args(&args)
-            .env("SLUICE_STAGE", bins.join("libsluice_stage.so"))
-            .env("SLUICE_LOG_LEVEL", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("cannot start the daemon");
-        Daemon { child, log }
-    }
-
-    /// Sends `sig`.
-    pub fn signal(&self, sig: i32) {
-        // SAFETY: kill with a pid of ours.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
-    }
-
-    /// Its log so far.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        Daemon(
+            sluice_of(bins, netns)
+                .start(&args, &log)
+                .expect("cannot start the daemon"),
+        )
     }
 
     /// SIGKILL and reap it.
     pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.kill();
     }
 
     /// SIGTERM, and how long it took to exit (panics after `limit`, with its log).
@@ -95,27 +89,18 @@ impl Daemon {
     }
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
 /// `sluice global` on a free loopback port, its state in `dir/global-state`, with `extra`
 /// arguments, logging to `dir/global.log`; waits until `sluice status` answers from it.
 /// Returns it and its URL.
 pub fn start_global(dir: &Path, extra: &[&str]) -> (Daemon, String) {
-    let listen = format!("127.0.0.1:{}", free_port());
-    let state = path_str(&dir.join("global-state"));
-    let args: Vec<String> = ["global", "--listen", &listen, "--state-dir", &state]
-        .iter()
-        .chain(extra)
-        .map(|s| s.to_string())
-        .collect();
-    let global = Daemon::start(None, &args, dir.join("global.log"));
-    let url = format!("http://{listen}");
-    wait_answers(&global, &url);
-    (global, url)
+    let mut args = extra.to_vec();
+    if !args.contains(&"--config") {
+        args.extend(["--config", "none"]);
+    }
+    let (global, url) = sluice_of(&bin_dir(), None)
+        .start_global(dir, &args)
+        .unwrap_or_else(|e| panic!("the global never answered: {e}"));
+    (Daemon(global), url)
 }
 
 /// Waits until `sluice status` answers from the global at `url` (panics after 10 s, with
@@ -211,17 +196,17 @@ impl Local {
     }
 
     fn wait_ready(&mut self) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            if self.admin(&["status"]).status.success() {
-                return;
-            }
-            if let Ok(Some(status)) = self.daemon.child.try_wait() {
-                panic!("sluice local exited ({status}): {}", self.daemon.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        // Asked with this build's `sluice`, whichever release the local is.
+        let sockets = [self.socket.clone()];
+        let ready = Sluice::at(sluice_bin()).wait_ready(
+            &sockets,
+            1,
+            std::slice::from_mut(&mut self.daemon.0),
+            Duration::from_secs(20),
+        );
+        if let Err(e) = ready {
+            panic!("sluice local never answered: {e}");
         }
-        panic!("sluice local never answered: {}", self.daemon.log_text());
     }
 
     /// Starts it again, same socket, state and config (after [`Daemon::kill9`]), its
@@ -339,15 +324,8 @@ pub fn share(jobs: &Value, job: &str, pool: &str) -> Option<(f64, f64, f64)> {
 }
 
 /// Waits up to `limit` for `cond`, polling every 50 ms.
-pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    cond()
+pub fn wait_for(limit: Duration, cond: impl FnMut() -> bool) -> bool {
+    harness::wait_until(limit, Duration::from_millis(50), cond)
 }
 
 /// The call times a `rate` program wrote into `dir` (files `ts.*`), sorted.
@@ -421,10 +399,7 @@ pub fn daemon_dir() -> TempDir {
 
 /// A TCP port free on loopback now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    harness::free_port().expect("a free port")
 }
 
 /// A local controller in `dir` serving its dashboard and API on a free loopback address

@@ -485,8 +485,8 @@ pub fn own_job_id(uid: u32, named: &str) -> String {
     format!("uid{uid}:{named}")
 }
 
-/// Whether process `pid` still exists.
-fn alive(pid: u32) -> bool {
+/// Whether process `pid` still exists (whoever owns it).
+pub fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists and may be signalled.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -143,10 +143,8 @@ impl CephFs {
         }
         let base =
             std::env::temp_dir().join(format!("sluice-experiment-ceph.{}", std::process::id()));
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("cannot find a free port for the monitor")?
-            .port();
+        let port =
+            crate::harness::free_port().context("cannot find a free port for the monitor")?;
         let fs = CephFs {
             scripts,
             work: base.join("cluster"),

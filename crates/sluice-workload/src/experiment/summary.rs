@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::plot::{Panel, Series, png};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use sluice_workload::plot::{Panel, Series, png};
 
 use super::iosets::{self, IoSetsMeasures};
 use super::scenario::{Scenario, Workload};

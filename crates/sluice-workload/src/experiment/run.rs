@@ -3,35 +3,39 @@
 //! processes (trace replayers, data writers and readers, real programs) started at their
 //! times, the allocations sampled every second, and every process's figures read back.
 
-use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt as _;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::synth::{SynthSpec, synth};
 use anyhow::{Context, Result, bail};
 use sluice_control::source::{self, Counters, ServerReading};
 use sluice_core::rule::Rate;
-use sluice_workload::synth::{SynthSpec, synth};
 
+use super::ExperimentError;
 use super::fs::{CephFs, LoopFs};
 use super::scenario::{Job, Scenario, Setup, Workload};
 use super::summary::{Outcome, PhaseRecord, write_outputs};
-use crate::Usage;
+use crate::harness::{LocalPlace, Process, Sluice, tail};
 
 /// Runs the scenario at `path`; returns the exit status.
-pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
+pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32, ExperimentError> {
     // A scenario that cannot be read is bad input: nothing runs.
-    let sc = Scenario::load(path).map_err(|e| Usage(format!("{e:#}")))?;
+    let sc = Scenario::load(path).map_err(|e| ExperimentError::Scenario(format!("{e:#}")))?;
     for name in only {
         if !sc.setups.iter().any(|s| &s.name == name) {
-            return Err(Usage(format!(
+            return Err(ExperimentError::Scenario(format!(
                 "--setup {name}: no such set-up in {}",
                 path.display()
-            ))
-            .into());
+            )));
         }
     }
+    Ok(run_scenario(&sc, out, only)?)
+}
+
+/// Runs the set-ups of `sc` named in `only` (all when empty).
+fn run_scenario(sc: &Scenario, out: Option<&Path>, only: &[String]) -> Result<i32> {
     let out = out.map_or_else(
         || PathBuf::from("experiments").join(&sc.name),
         Path::to_owned,
@@ -73,7 +77,7 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
         println!("{}: {} ({})", sc.name, setup.name, setup.algorithm);
         let data_root = fs.as_ref().map(|f| f.mount().to_owned());
         let outcome = run_setup(
-            &sc,
+            sc,
             setup,
             &me,
             &trace,
@@ -90,29 +94,9 @@ pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32> {
     }
     drop(fs);
     drop(ceph);
-    write_outputs(&sc, &outcomes, &out)?;
+    write_outputs(sc, &outcomes, &out)?;
     println!("wrote {}/summary.md", out.display());
     Ok(0)
-}
-
-/// Processes killed when dropped, each with its process group: a job's process is
-/// `sluice run` and the program it started, and a program left running after its
-/// launcher would keep writing (and keep the file system busy) after its set-up.
-struct Reaper(Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if let Ok(None) = c.try_wait()
-                && let Ok(pid) = i32::try_from(c.id())
-            {
-                // SAFETY: kill(2) with a process group id; no memory is involved.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// One set-up, start to end.
@@ -253,21 +237,6 @@ fn expand(argv: &[String], dir: &Path, p: &Paths<'_>) -> Vec<String> {
         .collect()
 }
 
-/// The last lines of a process's standard error, for a failure's message.
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.trim_end().lines().collect();
-    let from = lines.len().saturating_sub(15);
-    let mut t = lines[from..].join("\n");
-    if t.len() > 2000 {
-        let mut cut = t.len() - 2000;
-        while !t.is_char_boundary(cut) {
-            cut += 1;
-        }
-        t = format!("…{}", &t[cut..]);
-    }
-    t
-}
-
 /// Runs every command job's set-up, one after another, before the set-up's clock starts:
 /// bare (outside the stage), in the job's directory, not timed.
 fn prepare(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<()> {
@@ -377,235 +346,313 @@ fn command(
     }
 }
 
+/// One set-up's run in progress: its controllers, the processes started so far and what
+/// was sampled of them.
+struct SetupRun<'a> {
+    sc: &'a Scenario,
+    setup: &'a Setup,
+    p: &'a Paths<'a>,
+    controlled: bool,
+    /// Each node's local controller's socket; node 0's also answers for the cluster.
+    sockets: Vec<PathBuf>,
+    start: Instant,
+    start_unix: f64,
+    /// The jobs' processes, one [`Unit`] each, in the same order.
+    procs: Vec<Process>,
+    units: Vec<Unit>,
+    /// Per job and part: started yet?
+    started: Vec<Vec<bool>>,
+    /// Per job: when it ended, s from the set-up's start.
+    ended: Vec<Option<f64>>,
+    allocation: BTreeMap<(usize, u64), f64>,
+    next_sample: Duration,
+    /// The MDS's figures per second of the set-up, from the differences of its counters.
+    mds: BTreeMap<u64, ServerReading>,
+    mds_last: Option<(Instant, Counters)>,
+    next_mds: Duration,
+    /// The nodes the controller saw each job on.
+    seen_on: Vec<BTreeSet<String>>,
+}
+
+/// Allocations are sampled once a second at most: the timeline is per second.
+fn sample_every(sc: &Scenario) -> Duration {
+    sc.interval.max(Duration::from_secs(1))
+}
+
 fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
-    let (me, work) = (p.me, p.work);
     let controlled = setup.algorithm != "none";
     prepare(sc, setup, p)?;
-    let mut local = Reaper(Vec::new());
-    // Each node's local controller's socket; node 0's also answers for the cluster.
-    let sockets = if controlled {
-        start_controllers(sc, setup, p, &mut local)?
+    let (controllers, sockets) = if controlled {
+        start_controllers(sc, setup, p)?
     } else {
-        Vec::new()
+        Default::default()
     };
-    let start = Instant::now();
-    let start_unix = unix_now();
-    let mut procs = Reaper(Vec::new());
-    let mut units: Vec<Unit> = Vec::new();
-    // Per job and part: started yet?
-    let mut started: Vec<Vec<bool>> = sc
-        .jobs
-        .iter()
-        .map(|j| vec![false; j.workload.list().len()])
-        .collect();
-    let mut ended: Vec<Option<f64>> = vec![None; sc.jobs.len()];
-    let mut allocation: BTreeMap<(usize, u64), f64> = BTreeMap::new();
-    // Allocations are sampled once a second at most: the timeline is per second.
-    let sample_every = sc.interval.max(Duration::from_secs(1));
-    let mut next_sample = sample_every;
-    let mut timed_out = false;
-    // The MDS's figures per second of the set-up, from the differences of its counters.
-    let mut mds: BTreeMap<u64, ServerReading> = BTreeMap::new();
-    let mut mds_last: Option<(Instant, Counters)> = None;
-    let mut next_mds = Duration::ZERO;
-    // The nodes the controller saw each job on.
-    let mut seen_on: Vec<std::collections::BTreeSet<String>> =
-        vec![Default::default(); sc.jobs.len()];
-    loop {
-        let now = start.elapsed();
+    let mut run = SetupRun {
+        sc,
+        setup,
+        p,
+        controlled,
+        sockets,
+        start: Instant::now(),
+        start_unix: unix_now(),
+        procs: Vec::new(),
+        units: Vec::new(),
+        started: sc
+            .jobs
+            .iter()
+            .map(|j| vec![false; j.workload.list().len()])
+            .collect(),
+        ended: vec![None; sc.jobs.len()],
+        allocation: BTreeMap::new(),
+        next_sample: sample_every(sc),
+        mds: BTreeMap::new(),
+        mds_last: None,
+        next_mds: Duration::ZERO,
+        seen_on: vec![BTreeSet::new(); sc.jobs.len()],
+    };
+    let timed_out = loop {
+        let now = run.start.elapsed();
+        run.start_due(now)?;
+        run.note_ended(now)?;
+        run.sample_allocations(now)?;
+        run.read_mds(now);
+        if run.ended.iter().all(Option::is_some) {
+            break false;
+        }
+        if now >= sc.timeout {
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The jobs first, then the controllers they were attached to.
+    run.procs.clear();
+    drop(controllers);
+    run.report(timed_out);
+    Ok(run.outcome())
+}
+
+impl SetupRun<'_> {
+    /// Starts the processes of every part whose time has come.
+    fn start_due(&mut self, now: Duration) -> Result<()> {
+        let sc = self.sc;
         for (i, job) in sc.jobs.iter().enumerate() {
             for (k, part) in job.workload.list().iter().enumerate() {
                 let delay = part.data().map_or(0.0, |io| io.delay);
                 let due = job.start + Duration::from_secs_f64(delay);
-                if started[i][k] || now < due {
+                if self.started[i][k] || now < due {
                     continue;
                 }
-                started[i][k] = true;
-                let placement = job.placement();
+                self.started[i][k] = true;
                 for n in 0..job.processes {
-                    let name = format!("{}-{k}-{n}", job.name);
-                    let (args, kind) = command(sc, job, part, &name, p, start_unix)?;
-                    let err = std::fs::File::create(work.join(format!("{name}.err")))?;
-                    let mut cmd = Command::new(me);
-                    if controlled {
-                        // Process n on the n-th of its nodes, in turn: one job, the same
-                        // id, attached through each node's local.
-                        let node = placement[n as usize % placement.len()] as usize;
-                        cmd.arg("run")
-                            .arg("--socket")
-                            .arg(&sockets[node])
-                            .args(["--job", &job.name, "--mount"])
-                            .arg(p.managed);
-                        // Root's launcher names the job's account and user, as a
-                        // Slurm prolog does: a tree groups the job by them.
-                        if let Some(account) = &job.account {
-                            cmd.args(["--account", account]);
-                        }
-                        if let Some(uid) = job.uid {
-                            cmd.args(["--uid", &uid.to_string()]);
-                        }
-                        cmd.arg("--").args(&args);
-                        if let Some(nodes) = job.reported_nodes() {
-                            // The launcher reports the job's nodes from the resource
-                            // manager's environment: AdapTBF's priority.
-                            cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
-                        }
-                    } else if matches!(part, Workload::Command { .. }) {
-                        // Uncontrolled, a program still runs under the stage, standalone,
-                        // with one rule of the pool's filter that never holds (1000 times
-                        // the capacity): its calls are counted as a controlled set-up's
-                        // pool counts them, at the same cost per call.
-                        let never = Rate {
-                            per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
-                            unit: sc.pool.capacity.unit,
-                        };
-                        cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
-                            .arg(p.managed)
-                            .arg("--rule")
-                            .arg(format!("{} rate={never}", sc.pool.matches))
-                            .arg("--")
-                            .args(&args);
-                    } else {
-                        cmd.args(&args[1..]);
-                    }
-                    // A group of its own, so that the program `sluice run` started is
-                    // stopped with it (see Reaper).
-                    cmd.stdin(Stdio::null())
-                        .stdout(Stdio::null())
-                        .stderr(err)
-                        .process_group(0);
-                    procs
-                        .0
-                        .push(cmd.spawn().context("cannot start a job's process")?);
-                    units.push(Unit {
-                        job: i,
-                        csv: work.join(format!("{name}.csv")),
-                        kind,
-                        at: now.as_secs_f64(),
-                    });
+                    self.start_process(i, k, part, n, now)?;
                 }
             }
         }
-        // A job ends when all its parts have started and all its processes have ended.
-        for (i, _) in sc.jobs.iter().enumerate() {
-            if !started[i].iter().all(|s| *s) || ended[i].is_some() {
+        Ok(())
+    }
+
+    /// Starts process `n` of part `k` of job `i`: under `sluice run` attached to its
+    /// node's local when controlled, standalone for an uncontrolled command, else bare.
+    fn start_process(
+        &mut self,
+        i: usize,
+        k: usize,
+        part: &Workload,
+        n: u32,
+        now: Duration,
+    ) -> Result<()> {
+        let (sc, p) = (self.sc, self.p);
+        let job = &sc.jobs[i];
+        let name = format!("{}-{k}-{n}", job.name);
+        let (args, kind) = command(sc, job, part, &name, p, self.start_unix)?;
+        let mut cmd = Command::new(p.me);
+        if self.controlled {
+            // Process n on the n-th of its nodes, in turn: one job, the same id,
+            // attached through each node's local.
+            let placement = job.placement();
+            let node = placement[n as usize % placement.len()] as usize;
+            cmd.arg("run")
+                .arg("--socket")
+                .arg(&self.sockets[node])
+                .args(["--job", &job.name, "--mount"])
+                .arg(p.managed);
+            // Root's launcher names the job's account and user, as a Slurm prolog does:
+            // a tree groups the job by them.
+            if let Some(account) = &job.account {
+                cmd.args(["--account", account]);
+            }
+            if let Some(uid) = job.uid {
+                cmd.args(["--uid", &uid.to_string()]);
+            }
+            cmd.arg("--").args(&args);
+            if let Some(nodes) = job.reported_nodes() {
+                // The launcher reports the job's nodes from the resource manager's
+                // environment: AdapTBF's priority.
+                cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
+            }
+        } else if matches!(part, Workload::Command { .. }) {
+            // Uncontrolled, a program still runs under the stage, standalone, with one
+            // rule of the pool's filter that never holds (1000 times the capacity): its
+            // calls are counted as a controlled set-up's pool counts them, at the same
+            // cost per call.
+            let never = Rate {
+                per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
+                unit: sc.pool.capacity.unit,
+            };
+            cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
+                .arg(p.managed)
+                .arg("--rule")
+                .arg(format!("{} rate={never}", sc.pool.matches))
+                .arg("--")
+                .args(&args);
+        } else {
+            cmd.args(&args[1..]);
+        }
+        let err = p.work.join(format!("{name}.err"));
+        self.procs
+            .push(Process::logged(&mut cmd, &err).context("cannot start a job's process")?);
+        self.units.push(Unit {
+            job: i,
+            csv: p.work.join(format!("{name}.csv")),
+            kind,
+            at: now.as_secs_f64(),
+        });
+        Ok(())
+    }
+
+    /// Notes the jobs that ended: all their parts started and all their processes
+    /// ended. A process that failed fails the set-up.
+    fn note_ended(&mut self, now: Duration) -> Result<()> {
+        for i in 0..self.sc.jobs.len() {
+            if !self.started[i].iter().all(|s| *s) || self.ended[i].is_some() {
                 continue;
             }
             let mut all = true;
-            for (k, child) in procs.0.iter_mut().enumerate() {
-                match child.try_wait()? {
-                    _ if units[k].job != i => {}
+            for (k, proc) in self.procs.iter_mut().enumerate() {
+                match proc.child.try_wait()? {
+                    _ if self.units[k].job != i => {}
                     None => all = false,
-                    Some(status) if !status.success() => {
-                        let err = units[k].csv.with_extension("err");
-                        bail!(
-                            "{}: a process of job {} failed ({status}): {}",
-                            setup.name,
-                            sc.jobs[i].name,
-                            tail(&std::fs::read_to_string(err).unwrap_or_default())
-                        );
-                    }
+                    Some(status) if !status.success() => bail!(
+                        "{}: a process of job {} failed ({status}): {}",
+                        self.setup.name,
+                        self.sc.jobs[i].name,
+                        tail(&proc.log_text())
+                    ),
                     Some(_) => {}
                 }
             }
             if all {
-                ended[i] = Some(now.as_secs_f64());
+                self.ended[i] = Some(now.as_secs_f64());
             }
         }
-        if controlled && now >= next_sample {
-            let second = next_sample.as_secs_f64().round() as u64;
-            for (i, a, nodes) in sample_allocations(me, &sockets[0], sc)? {
-                allocation.insert((i, second), a);
-                seen_on[i].extend(nodes);
-            }
-            next_sample += sample_every;
+        Ok(())
+    }
+
+    /// Each job's allocation and nodes, when a sample is due.
+    fn sample_allocations(&mut self, now: Duration) -> Result<()> {
+        if !self.controlled || now < self.next_sample {
+            return Ok(());
         }
-        if let Some(sock) = p.mds
-            && now >= next_mds
-        {
-            let second = next_mds.as_secs();
-            match source::ceph::read(sock, Duration::from_millis(500)) {
-                Ok(c) => {
-                    let t = Instant::now();
-                    if let Some((at, before)) = mds_last
-                        && let Some(r) =
-                            ServerReading::between(&before, &c, t.duration_since(at).as_secs_f64())
-                    {
-                        mds.insert(second, r);
-                    }
-                    mds_last = Some((t, c));
+        let second = self.next_sample.as_secs_f64().round() as u64;
+        for (i, a, nodes) in allocations(self.p.me, &self.sockets[0], self.sc)? {
+            self.allocation.insert((i, second), a);
+            self.seen_on[i].extend(nodes);
+        }
+        self.next_sample += sample_every(self.sc);
+        Ok(())
+    }
+
+    /// The MDS's counters, once a second, with `[cephfs]`.
+    fn read_mds(&mut self, now: Duration) {
+        let Some(sock) = self.p.mds else { return };
+        if now < self.next_mds {
+            return;
+        }
+        let second = self.next_mds.as_secs();
+        match source::ceph::read(sock, Duration::from_millis(500)) {
+            Ok(c) => {
+                let t = Instant::now();
+                if let Some((at, before)) = &self.mds_last
+                    && let Some(r) =
+                        ServerReading::between(before, &c, t.duration_since(*at).as_secs_f64())
+                {
+                    self.mds.insert(second, r);
                 }
-                // A second missed: the next reading spans two.
-                Err(e) => eprintln!("  {}: MDS not read at {second} s: {e}", setup.name),
+                self.mds_last = Some((t, c));
             }
-            next_mds += Duration::from_secs(1);
+            // A second missed: the next reading spans two.
+            Err(e) => eprintln!("  {}: MDS not read at {second} s: {e}", self.setup.name),
         }
-        if ended.iter().all(Option::is_some) {
-            break;
-        }
-        if now >= sc.timeout {
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        self.next_mds += Duration::from_secs(1);
     }
-    drop(procs);
-    drop(local);
-    if controlled && sc.nodes > 1 {
-        for (job, on) in sc.jobs.iter().zip(&seen_on) {
-            let on: Vec<&str> = on.iter().map(String::as_str).collect();
-            println!("  job {} ran on nodes: {}", job.name, on.join(", "));
+
+    /// Says where the jobs ran (several nodes) and whether the set-up timed out.
+    fn report(&self, timed_out: bool) {
+        if self.controlled && self.sc.nodes > 1 {
+            for (job, on) in self.sc.jobs.iter().zip(&self.seen_on) {
+                let on: Vec<&str> = on.iter().map(String::as_str).collect();
+                println!("  job {} ran on nodes: {}", job.name, on.join(", "));
+            }
         }
-    }
-    if timed_out {
-        eprintln!(
-            "  {}: timed out after {:?}; jobs still running were stopped",
-            setup.name, sc.timeout
-        );
-    }
-    // A job that ran to `metrics.stop` was stopped there (one that ended on its own ended
-    // before it).
-    if let Some(stop) = sc.metrics.stop {
-        for end in &mut ended {
-            *end = end.filter(|e| *e < stop);
+        if timed_out {
+            eprintln!(
+                "  {}: timed out after {:?}; jobs still running were stopped",
+                self.setup.name, self.sc.timeout
+            );
         }
     }
-    let (calls, phases) = collect(&units, start_unix);
-    // A command job's completion is its program's own run time, from its start to its
-    // exit, as the program's wrapper measured it (without the launcher's start-up).
-    for u in &units {
-        if let (Records::Command(times), Some(end)) = (&u.kind, &mut ended[u.job]) {
-            let took = std::fs::read_to_string(times).ok().and_then(|t| {
-                let f: Vec<f64> = t
-                    .lines()
-                    .nth(1)?
-                    .split(',')
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                Some(f.get(1)? - f.first()?)
-            });
-            if let Some(took) = took {
+
+    /// The set-up's figures, read back from its processes' files.
+    fn outcome(mut self) -> Outcome {
+        let sc = self.sc;
+        // A job that ran to `metrics.stop` was stopped there (one that ended on its own
+        // ended before it).
+        if let Some(stop) = sc.metrics.stop {
+            for end in &mut self.ended {
+                *end = end.filter(|e| *e < stop);
+            }
+        }
+        let (calls, phases) = collect(&self.units, self.start_unix);
+        // A command job's completion is its program's own run time, from its start to
+        // its exit, as the program's wrapper measured it (without the launcher's
+        // start-up).
+        for u in &self.units {
+            if let (Records::Command(times), Some(end)) = (&u.kind, &mut self.ended[u.job])
+                && let Some(took) = command_took(times)
+            {
                 *end = sc.jobs[u.job].start.as_secs_f64() + took;
             }
         }
+        Outcome {
+            setup: self.setup.name.clone(),
+            algorithm: self.setup.algorithm.clone(),
+            jobs: sc.jobs.iter().map(|j| j.name.clone()).collect(),
+            starts: sc.jobs.iter().map(|j| j.start.as_secs_f64()).collect(),
+            ends: self.ended,
+            calls,
+            allocation: self.allocation,
+            phases,
+            limits: (0..sc.jobs.len())
+                .map(|i| sc.limit(self.setup, i).map(|r| r.per_sec as f64))
+                .collect(),
+            desired: (0..sc.jobs.len())
+                .map(|i| sc.desired(self.setup, i).map(|r| r.per_sec as f64))
+                .collect(),
+            mds: self.mds,
+        }
     }
-    Ok(Outcome {
-        setup: setup.name.clone(),
-        algorithm: setup.algorithm.clone(),
-        jobs: sc.jobs.iter().map(|j| j.name.clone()).collect(),
-        starts: sc.jobs.iter().map(|j| j.start.as_secs_f64()).collect(),
-        ends: ended,
-        calls,
-        allocation,
-        phases,
-        limits: (0..sc.jobs.len())
-            .map(|i| sc.limit(setup, i).map(|r| r.per_sec as f64))
-            .collect(),
-        desired: (0..sc.jobs.len())
-            .map(|i| sc.desired(setup, i).map(|r| r.per_sec as f64))
-            .collect(),
-        mds,
-    })
+}
+
+/// A command's run time from its `start,end,status` file.
+fn command_took(times: &Path) -> Option<f64> {
+    let t = std::fs::read_to_string(times).ok()?;
+    let f: Vec<f64> = t
+        .lines()
+        .nth(1)?
+        .split(',')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    Some(f.get(1)? - f.first()?)
 }
 
 fn unix_now() -> f64 {
@@ -673,136 +720,64 @@ fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec
     (calls, phases)
 }
 
-/// Starts the controllers of a controlled set-up into `reaper`; returns each node's
-/// local controller's socket. One node: a standalone local with the pool. More: a
-/// global with the pool on a free port of 127.0.0.1 and a local per node joined to it,
-/// each with its socket, state and segments' directory; returns once the global has
-/// every local.
+/// Starts the controllers of a controlled set-up; returns them and each node's local
+/// controller's socket. One node: a standalone local with the pool. More: a global with
+/// the pool on a free port of 127.0.0.1 and a local per node joined to it, each with its
+/// socket, state and segments' directory; returns once the global has every local.
 fn start_controllers(
     sc: &Scenario,
     setup: &Setup,
     p: &Paths<'_>,
-    reaper: &mut Reaper,
-) -> Result<Vec<PathBuf>> {
-    let (me, work) = (p.me, p.work);
-    let spawn = |cmd: &mut Command, log: &Path, what: &str| -> Result<Child> {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log)?)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("cannot start {what}"))
-    };
+) -> Result<(Vec<Process>, Vec<PathBuf>)> {
+    let work = p.work;
+    let sluice = Sluice::at(p.me);
+    let ready = Duration::from_secs(20);
     if sc.nodes <= 1 {
         let socket = work.join("local.sock");
-        let log = work.join("local.log");
-        std::fs::write(work.join("local.toml"), sc.local_config(setup, p.mds))?;
-        reaper.0.push(spawn(
-            Command::new(me)
-                .arg("local")
-                .arg("--socket")
-                .arg(&socket)
-                .arg("--state-dir")
-                .arg(work.join("state"))
-                .arg("--shm-dir")
-                .arg(p.shm)
-                .arg("--config")
-                .arg(work.join("local.toml"))
-                .args(["--node", "n1"]),
-            &log,
-            "sluice local",
-        )?);
-        wait_ready(me, std::slice::from_ref(&socket), 1, &[log])?;
-        return Ok(vec![socket]);
+        let config = work.join("local.toml");
+        std::fs::write(&config, sc.local_config(setup, p.mds))?;
+        let place = LocalPlace {
+            socket: &socket,
+            state: &work.join("state"),
+            shm: p.shm,
+            log: &work.join("local.log"),
+        };
+        let config = config.to_string_lossy();
+        let mut procs = vec![sluice.start_local(&place, &["--config", &config, "--node", "n1"])?];
+        let sockets = vec![socket];
+        sluice.wait_ready(&sockets, 1, &mut procs, ready)?;
+        return Ok((procs, sockets));
     }
-    // A free port: the kernel's choice, released for the global to take.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("cannot find a free port for sluice global")?
-        .port();
     let interval = format!("{}ms", sc.interval.as_millis());
-    std::fs::write(work.join("global.toml"), sc.local_config(setup, p.mds))?;
-    let mut logs = vec![work.join("global.log")];
-    reaper.0.push(spawn(
-        Command::new(me)
-            .args(["global", "--listen", &format!("127.0.0.1:{port}")])
-            .arg("--config")
-            .arg(work.join("global.toml"))
-            .arg("--state-dir")
-            .arg(work.join("state-global"))
-            .args(["--interval", &interval]),
-        &logs[0],
-        "sluice global",
-    )?);
-    let url = format!("http://127.0.0.1:{port}");
+    let config = work.join("global.toml");
+    std::fs::write(&config, sc.local_config(setup, p.mds))?;
+    let config = config.to_string_lossy();
+    let (global, url) =
+        sluice.start_global(work, &["--config", &config, "--interval", &interval])?;
+    let mut procs = vec![global];
     let mut sockets = Vec::new();
     for k in 0..sc.nodes {
         let node = format!("node{k}");
         let socket = work.join(format!("{node}.sock"));
         let shm = p.shm.join(&node);
         std::fs::create_dir_all(&shm)?;
-        let log = work.join(format!("{node}.log"));
-        reaper.0.push(spawn(
-            Command::new(me)
-                .args([
-                    "local", "--node", &node, "--global", &url, "--config", "none",
-                ])
-                .arg("--socket")
-                .arg(&socket)
-                .arg("--state-dir")
-                .arg(work.join(format!("state-{node}")))
-                .arg("--shm-dir")
-                .arg(&shm)
-                .args(["--interval", &interval]),
-            &log,
-            "sluice local",
-        )?);
+        let place = LocalPlace {
+            socket: &socket,
+            state: &work.join(format!("state-{node}")),
+            shm: &shm,
+            log: &work.join(format!("{node}.log")),
+        };
+        let args = ["--node", &node, "--global", &url, "--config", "none"];
+        procs.push(sluice.start_local(&place, &[&args[..], &["--interval", &interval]].concat())?);
         sockets.push(socket);
-        logs.push(log);
     }
-    wait_ready(me, &sockets, sc.nodes, &logs)?;
-    Ok(sockets)
-}
-
-/// Waits until every local controller answers and the first counts `locals` local
-/// controllers (a standalone one counts itself or none: 1 asks only that it answers).
-fn wait_ready(me: &Path, sockets: &[PathBuf], locals: u32, logs: &[PathBuf]) -> Result<()> {
-    let t = Instant::now();
-    let status = |socket: &Path| {
-        Command::new(me)
-            .args(["status", "--json", "--socket"])
-            .arg(socket)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default())
-    };
-    while t.elapsed() < Duration::from_secs(20) {
-        let all = sockets.iter().all(|s| status(s).is_some());
-        let joined = locals <= 1
-            || status(&sockets[0]).is_some_and(|v| v["locals"].as_u64() == Some(locals.into()));
-        if all && joined {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut why = String::new();
-    for log in logs {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        why += &format!("{}:\n{}\n", log.display(), tail(&text));
-    }
-    bail!("the controllers did not start ({locals} local(s) wanted):\n{why}")
+    sluice.wait_ready(&sockets, sc.nodes, &mut procs, ready)?;
+    Ok((procs, sockets))
 }
 
 /// Each job's allocation in the pool now, and the nodes it is on, from `sluice jobs
 /// --json`.
-fn sample_allocations(
-    me: &Path,
-    socket: &Path,
-    sc: &Scenario,
-) -> Result<Vec<(usize, f64, Vec<String>)>> {
+fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(usize, f64, Vec<String>)>> {
     let o = Command::new(me)
         .args(["jobs", "--json", "--socket"])
         .arg(socket)

@@ -1,15 +1,16 @@
 //! `sluice bench alloc`: how long one interval takes, per algorithm and job count.
 //!
-//! The one place in the crate that reads a clock; nothing here feeds an allocation.
+//! It lives here rather than in sluice-policy because it reads a clock, which the
+//! algorithms never do.
 //! The workload is generated from a fixed seed, so two runs time the same work.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::Allocator;
-use crate::obs::{Amount, Observation, OpsBytes, Round};
-use crate::registry::ALGORITHMS;
+use sluice_policy::Allocator;
+use sluice_policy::registry::ALGORITHMS;
+use sluice_policy::{Amount, Observation, OpsBytes, Round};
 
 /// The job counts `sluice bench alloc` reports.
 pub const SIZES: [usize; 3] = [10, 1_000, 100_000];

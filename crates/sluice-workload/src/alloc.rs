@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 use sluice_control::config::{PoolSpec, parse_share_node};
 use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
 use sluice_policy::tree::{Attr, JobAttrs, Shares, TreeError, TreeShape};
-use sluice_policy::{Amount, Estimator, JobField, Observation, PolicyError, Problem, Round, bench};
+use sluice_policy::{Amount, Estimator, JobField, Observation, PolicyError, Problem, Round};
+
+use crate::bench_alloc as bench;
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
 /// see the rate it would set for every job, before deploying it as a policy.

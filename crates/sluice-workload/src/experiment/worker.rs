@@ -5,40 +5,33 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::data::{Access, DataSpec, Pattern, run};
 use anyhow::{Context, Result, bail};
-use sluice_workload::data::{Access, DataSpec, Pattern, run};
 
 use super::scenario::Workload;
 
 /// `sluice experiment data`.
-#[derive(clap::Args, Debug)]
-pub struct DataArgs {
+#[derive(Debug)]
+pub struct DataOptions {
     /// The part of the job's workload, as JSON (the scenario's table).
-    #[arg(long)]
-    spec: String,
+    pub spec: String,
     /// The directory of its files.
-    #[arg(long)]
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// Each second's bytes: `unix_s,bytes` (the second's start, in seconds since the
     /// epoch, so that the runner places it on its own clock).
-    #[arg(long)]
-    csv: PathBuf,
+    pub csv: PathBuf,
     /// Each stretch of I/O and of computing: `kind,start,end,bytes` (kind `io` or
     /// `compute`, times in seconds since the epoch).
-    #[arg(long)]
-    phases: PathBuf,
+    pub phases: PathBuf,
     /// Use O_DIRECT (else fdatasync at the end of each stretch of I/O).
-    #[arg(long)]
-    direct: bool,
+    pub direct: bool,
     /// Offsets in a file wrap at this many bytes.
-    #[arg(long, default_value_t = 256 << 20)]
-    file_size: u64,
+    pub file_size: u64,
     /// Stop this many seconds after the start, mid-phase if need be.
-    #[arg(long, value_name = "SECONDS")]
-    until: Option<f64>,
+    pub until: Option<f64>,
 }
 
-impl DataArgs {
+impl DataOptions {
     /// Runs the part; writes the CSVs as it goes (seconds) and at the end (phases).
     pub fn run(&self) -> Result<i32> {
         let workload: Workload = serde_json::from_str(&self.spec).context("--spec")?;

@@ -15,29 +15,24 @@ use sluice_core::config::StageConfig;
 use sluice_core::stats::Stats;
 
 /// `sluice experiment command`.
-#[derive(clap::Args, Debug)]
-pub struct CommandArgs {
+#[derive(Debug)]
+pub struct CommandOptions {
     /// Each second's calls: `unix_s,calls` (the second's start, in seconds since the
     /// epoch, so that the runner places it on its own clock; the first and last rows
     /// are the parts of a second from the program's start and up to its exit).
-    #[arg(long)]
-    csv: PathBuf,
+    pub csv: PathBuf,
     /// The program's run: `start,end,status` (seconds since the epoch; its exit status).
-    #[arg(long)]
-    times: PathBuf,
+    pub times: PathBuf,
     /// The program's working directory.
-    #[arg(long)]
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// The clock whose whole seconds the rows are (seconds since the epoch: the
     /// set-up's start); default: the program's start.
-    #[arg(long, value_name = "UNIX_S")]
-    clock: Option<f64>,
+    pub clock: Option<f64>,
     /// The program and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    argv: Vec<String>,
+    pub argv: Vec<String>,
 }
 
-impl CommandArgs {
+impl CommandOptions {
     /// Runs the program to its end, counting; returns its exit status.
     pub fn run(&self) -> Result<i32> {
         // Without a stage (started bare) there is nothing to count: the CSV stays empty.

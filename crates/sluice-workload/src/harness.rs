@@ -1,0 +1,365 @@
+//! The processes of the laboratory: the one way the scenario runner, the demo, the control
+//! benchmark and the integration tests start `sluice global` and `sluice local`, wait
+//! until they answer, and stop them.
+//!
+//! Every process is started in a process group of its own and the whole group is killed
+//! when its [`Process`] is dropped: a job is `sluice run` and the program it started, and
+//! a program left behind by its launcher would keep loading the file system (or hold a
+//! port) after the run that started it, however that run ended.
+
+use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Why the harness could not give what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A process or a file the harness needs could not be made.
+    #[error("cannot {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// A controller did not answer in time; the last lines of the logs say why.
+    #[error("{what} did not start in {limit:?}:\n{logs}")]
+    NotReady {
+        /// Which controllers.
+        what: String,
+        /// How long they were given.
+        limit: Duration,
+        /// The last lines of their logs.
+        logs: String,
+    },
+}
+
+/// An [`io::Result`] with what was being done.
+fn doing<T>(what: impl Into<String>, r: io::Result<T>) -> Result<T, HarnessError> {
+    r.map_err(|source| HarnessError::Io {
+        what: what.into(),
+        source,
+    })
+}
+
+/// A process in a group of its own, the group killed (SIGKILL) and the process reaped
+/// when dropped.
+#[derive(Debug)]
+pub struct Process {
+    /// The process.
+    pub child: Child,
+    /// Where its standard error goes, when it was started with [`Process::logged`].
+    pub log: PathBuf,
+    /// Killed already: its group id may since name another group.
+    killed: bool,
+}
+
+impl Process {
+    /// Starts `cmd` in a process group of its own, standard input from /dev/null.
+    pub fn start(cmd: &mut Command) -> io::Result<Process> {
+        let child = cmd.stdin(Stdio::null()).process_group(0).spawn()?;
+        Ok(Process {
+            child,
+            log: PathBuf::new(),
+            killed: false,
+        })
+    }
+
+    /// [`Process::start`], standard output dropped and standard error written to `log`.
+    pub fn logged(cmd: &mut Command, log: &Path) -> io::Result<Process> {
+        let err = std::fs::File::create(log)?;
+        let mut p = Self::start(cmd.stdout(Stdio::null()).stderr(err))?;
+        p.log = log.to_owned();
+        Ok(p)
+    }
+
+    /// Whether it still runs (it is reaped here if it ended).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `sig` to the process itself (not its group).
+    pub fn signal(&self, sig: i32) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) on a child of ours not yet reaped; no memory is involved.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
+    /// Its log so far (empty when it has none).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills its whole group (SIGKILL) and reaps it: the members left when the process
+    /// itself has ended go too (a daemon a shell put in the background). A group id
+    /// stays reserved while any member lives, so it names no stranger's group.
+    pub fn kill(&mut self) {
+        if !std::mem::replace(&mut self.killed, true)
+            && let Ok(pid) = i32::try_from(self.child.id())
+        {
+            // SAFETY: kill(2) with the id of a group we made; no memory is involved.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A TCP port of 127.0.0.1 free a moment ago: the kernel's choice, released for a daemon
+/// to bind.
+pub fn free_port() -> io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// A new directory `PREFIX.XXXXXX` under `parent` (the system's temporary directory when
+/// `None`), removed with all it holds when dropped.
+pub fn temp_dir(parent: Option<&Path>, prefix: &str) -> Result<TempDir, HarnessError> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(prefix);
+    let parent = parent.map_or_else(std::env::temp_dir, Path::to_owned);
+    doing(
+        format!("make a directory in {}", parent.display()),
+        b.tempdir_in(&parent),
+    )
+}
+
+/// Polls `cond` every `every` until it holds (true) or `limit` has passed (its last
+/// answer).
+pub fn wait_until(limit: Duration, every: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(every);
+    }
+    cond()
+}
+
+/// The last lines of a process's output, for a failure's message: at most 15 lines and
+/// 2,000 bytes.
+pub fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let from = lines.len().saturating_sub(15);
+    let mut t = lines[from..].join("\n");
+    if t.len() > 2000 {
+        let mut cut = t.len() - 2000;
+        while !t.is_char_boundary(cut) {
+            cut += 1;
+        }
+        t = format!("…{}", &t[cut..]);
+    }
+    t
+}
+
+/// A `sluice` binary and how to start it: the program every daemon and job of a run is.
+#[derive(Clone, Debug)]
+pub struct Sluice {
+    /// The binary.
+    pub bin: PathBuf,
+    /// The stage library its launchers preload (`SLUICE_STAGE`); default: the binary's own.
+    pub stage: Option<PathBuf>,
+    /// A network namespace to run it in (`ip netns exec NS`).
+    pub netns: Option<String>,
+    /// Variables added to its environment.
+    pub env: Vec<(String, String)>,
+}
+
+impl Sluice {
+    /// This very binary.
+    pub fn current() -> Result<Sluice, HarnessError> {
+        Ok(Self::at(doing(
+            "find the sluice binary",
+            std::env::current_exe(),
+        )?))
+    }
+
+    /// The binary at `bin`.
+    pub fn at(bin: impl Into<PathBuf>) -> Sluice {
+        Sluice {
+            bin: bin.into(),
+            stage: None,
+            netns: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// `sluice ARGS…`, to complete and start.
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut c = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&self.bin);
+                c
+            }
+            None => Command::new(&self.bin),
+        };
+        if let Some(stage) = &self.stage {
+            c.env("SLUICE_STAGE", stage);
+        }
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c.args(args);
+        c
+    }
+
+    /// `sluice ARGS…` started in a group of its own, its standard error in `log`.
+    pub fn start<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        args: &[S],
+        log: &Path,
+    ) -> Result<Process, HarnessError> {
+        let what = format!("start sluice {}", first(args));
+        doing(what, Process::logged(&mut self.command(args), log))
+    }
+
+    /// `sluice status --json` of the controller at `socket`, when it answers.
+    pub fn status(&self, socket: &Path) -> Option<serde_json::Value> {
+        let o = self
+            .command(&["status", "--json", "--socket"])
+            .arg(socket)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        serde_json::from_slice(&o.stdout).ok()
+    }
+
+    /// `sluice global` listening on a free port of 127.0.0.1, its state in
+    /// `dir/global-state`, with `extra` arguments, logging to `dir/global.log`; returns
+    /// once `sluice status` answers from it, with its URL.
+    pub fn start_global(
+        &self,
+        dir: &Path,
+        extra: &[&str],
+    ) -> Result<(Process, String), HarnessError> {
+        let port = doing("find a free port for sluice global", free_port())?;
+        let listen = format!("127.0.0.1:{port}");
+        let state = dir.join("global-state");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "global".into(),
+            "--listen".into(),
+            listen.as_str().into(),
+            "--state-dir".into(),
+            state.into(),
+        ];
+        args.extend(extra.iter().map(Into::into));
+        let mut global = self.start(&args, &dir.join("global.log"))?;
+        let url = format!("http://{listen}");
+        let answers = wait_until(Duration::from_secs(20), Duration::from_millis(50), || {
+            global.running()
+                && self
+                    .command(&["status", "--server", &url])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+        });
+        if !answers {
+            return Err(not_ready(
+                "sluice global",
+                Duration::from_secs(20),
+                &[&global],
+            ));
+        }
+        Ok((global, url))
+    }
+
+    /// `sluice local` on `socket` with its state in `state` and its segments in `shm`,
+    /// with `extra` arguments, logging to `log`; returns at once (see
+    /// [`Sluice::wait_ready`]).
+    pub fn start_local(&self, l: &LocalPlace<'_>, extra: &[&str]) -> Result<Process, HarnessError> {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "local".into(),
+            "--socket".into(),
+            l.socket.into(),
+            "--state-dir".into(),
+            l.state.into(),
+            "--shm-dir".into(),
+            l.shm.into(),
+        ];
+        args.extend(extra.iter().map(Into::into));
+        self.start(&args, l.log)
+    }
+
+    /// Waits up to `limit` until every local controller of `sockets` answers and the
+    /// first counts `locals` local controllers (a standalone one counts itself or none:
+    /// 1 asks only that it answers). Fails with the last lines of `procs`' logs, at once
+    /// when one of them has exited.
+    pub fn wait_ready(
+        &self,
+        sockets: &[PathBuf],
+        locals: u32,
+        procs: &mut [Process],
+        limit: Duration,
+    ) -> Result<(), HarnessError> {
+        let mut exited = false;
+        let answered = wait_until(limit, Duration::from_millis(50), || {
+            // One that exited will not answer: no use waiting for it.
+            exited = !procs.iter_mut().all(Process::running);
+            exited
+                || sockets.iter().all(|s| self.status(s).is_some())
+                    && (locals <= 1
+                        || sockets
+                            .first()
+                            .and_then(|s| self.status(s))
+                            .is_some_and(|v| v["locals"].as_u64() == Some(locals.into())))
+        });
+        if answered && !exited {
+            return Ok(());
+        }
+        let procs: Vec<&Process> = procs.iter().collect();
+        Err(not_ready(
+            &format!("the controllers ({locals} local(s) wanted)"),
+            limit,
+            &procs,
+        ))
+    }
+}
+
+/// Where a local controller keeps its socket, state, segments and log.
+#[derive(Clone, Copy, Debug)]
+pub struct LocalPlace<'a> {
+    /// Its admin and launcher socket.
+    pub socket: &'a Path,
+    /// Its state directory.
+    pub state: &'a Path,
+    /// Its segments' directory (on tmpfs).
+    pub shm: &'a Path,
+    /// Its standard error.
+    pub log: &'a Path,
+}
+
+/// The first argument, to name what is started.
+fn first<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    args.first()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// [`HarnessError::NotReady`] with the tails of `procs`' logs.
+fn not_ready(what: &str, limit: Duration, procs: &[&Process]) -> HarnessError {
+    let mut logs = String::new();
+    for p in procs {
+        logs += &format!("{}:\n{}\n", p.log.display(), tail(&p.log_text()));
+    }
+    HarnessError::NotReady {
+        what: what.to_owned(),
+        limit,
+        logs,
+    }
+}
