@@ -19,10 +19,11 @@ use tonic::transport::server::Router;
 
 use crate::admin::{AdminService, ForwardAdmin, Hooks};
 use crate::audit::{Event, Outcome, Who};
+use crate::clock::{SystemWallClock, WallClock};
 use crate::config::persist::unwritable;
 use crate::config::{ConfigError, ConfigStore, FileReplaced, Reloaded, StartedFrom};
 use crate::coordinator::Coordinator;
-use crate::global::{ControlService, Global, cycle_at, run_deadlines, start_cycles};
+use crate::global::{ControlService, Global, run_deadlines, start_cycles};
 use crate::held_file::HeldFile;
 use crate::http::{api_router, metrics_router};
 use crate::link_auth::Admission;
@@ -275,7 +276,12 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
     if let Some(global) = o.global.clone() {
         tokio::spawn(run_uplink(local.clone(), global, o.connect.clone()));
     }
-    tokio::spawn(local_ticks(local.clone(), cycle_us, metrics));
+    tokio::spawn(local_ticks(
+        local.clone(),
+        Arc::new(SystemWallClock),
+        cycle_us,
+        metrics,
+    ));
     tokio::spawn(reload_on_hup(coordinator.clone(), o.config.clone(), {
         let local = local.clone();
         move |policy, interval| {
@@ -383,21 +389,26 @@ async fn reload_on_hup(
     }
 }
 
-/// The local's cycle: at each boundary of the wall clock, observe every job, then
-/// compute (single-node) or report up (cluster).
-async fn local_ticks(local: Shared, cycle_us: Arc<Mutex<Vec<f64>>>, metrics: Option<Arc<Metrics>>) {
+/// The local's cycle: at each boundary of `clock`, observe every job, then compute
+/// (single-node) or report up (cluster).
+pub(crate) async fn local_ticks(
+    local: Shared,
+    clock: Arc<dyn WallClock>,
+    cycle_us: Arc<Mutex<Vec<f64>>>,
+    metrics: Option<Arc<Metrics>>,
+) {
     let changed = local.lock().expect("local").interval_changed();
     // The interval the single-node computation's cycles count in.
     let mut unit = local.lock().expect("local").interval();
     loop {
         let interval = local.lock().expect("local").interval();
-        let (_, until) = cycle_at(interval);
+        let (_, until) = clock.cycle_at(interval);
         tokio::select! {
             () = tokio::time::sleep(until) => {}
             () = changed.notified() => continue,
         }
         let start = Instant::now();
-        let (cycle, _) = cycle_at(interval);
+        let (cycle, _) = clock.cycle_at(interval);
         let mut l = local.lock().expect("local");
         let observed = l.observe(cycle);
         if let Some(c) = l.coordinator.clone() {
@@ -516,7 +527,12 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
     let admission = Admission::new(auth.token.clone(), config.admin.client_ca.is_some());
     let coordinator = coordinator_of(o.config.clone(), &o.state_dir, o.interval)?;
     let metrics = o.http.map(|_| Arc::new(Metrics::default()));
-    let global = Global::new(coordinator, metrics, Some(HeldFile::new(&o.state_dir)));
+    let global = Global::new(
+        coordinator,
+        Arc::new(SystemWallClock),
+        metrics,
+        Some(HeldFile::new(&o.state_dir)),
+    );
     read_slurm_shares(&global.coordinator).await;
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await

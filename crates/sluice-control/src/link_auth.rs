@@ -12,7 +12,7 @@ use tonic::{Code, Request, Status, Streaming};
 
 use crate::audit::{Event, Outcome, Who};
 use crate::proto::{LocalMessage, local_message};
-use crate::transport::{Endpoint, check_bearer};
+use crate::transport::check_bearer;
 
 /// How long a refused caller's Hello is waited for, only to name it in the log.
 const CLAIM_WAIT: Duration = Duration::from_secs(1);
@@ -174,7 +174,7 @@ pub struct Refusals {
 
 impl Refusals {
     /// `global` refused this node (or this node its certificate) for `why`.
-    pub fn refused(&mut self, global: &Endpoint, why: String) {
+    pub fn refused(&mut self, global: &(dyn std::fmt::Display + Sync), why: String) {
         if self.last.as_ref() == Some(&why) {
             tracing::debug!(%global, "still refused: {why}");
             return;

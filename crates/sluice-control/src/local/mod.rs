@@ -29,6 +29,8 @@ pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
 pub use places::PlaceWarnings;
 pub use uplink::run_uplink;
+#[cfg(test)]
+pub(crate) use uplink::uplink;
 
 use sluice_core::segment::{LAYOUT_VERSION, Latency};
 

@@ -2,9 +2,12 @@
 //! apply what comes down; on any failure keep the last rates (fail-static) and reconnect
 //! with backoff.
 
+use std::fmt::Display;
+use std::future::Future;
 use std::time::Duration;
 
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
 
 use super::{Policy, Shared};
 use crate::link_auth::{Refusals, refusal};
@@ -18,14 +21,41 @@ const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::fro
 
 /// Keeps the local connected to `global` for as long as the process runs.
 pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions) {
+    let open = |outbound| open_session(&global, &options, outbound);
+    uplink(local, &global, open).await
+}
+
+/// Opens the session stream to `global`, which `outbound` feeds, within the deadline.
+async fn open_session(
+    global: &Endpoint,
+    options: &ConnectOptions,
+    outbound: ReceiverStream<LocalMessage>,
+) -> anyhow::Result<Streaming<GlobalMessage>> {
+    // Opening the stream has a deadline; once open, the connection's keep-alive pings
+    // notice a global that stops answering.
+    within(global, DEFAULT_DEADLINE, async {
+        let channel = connect(global, options).await?;
+        let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
+        Ok(client.session(outbound).await?.into_inner())
+    })
+    .await
+}
+
+/// Keeps the local connected to the global that `open` reaches (named `global` in the
+/// log): the transport is the caller's, so that a test runs this over memory.
+pub(crate) async fn uplink<F, Fut>(local: Shared, global: &(dyn Display + Sync), open: F)
+where
+    F: Fn(ReceiverStream<LocalMessage>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Streaming<GlobalMessage>>>,
+{
     let mut wait = BACKOFF.0;
     let mut refusals = Refusals::default();
     loop {
-        let began = std::time::Instant::now();
-        match session(&local, &global, &options, &mut refusals).await {
+        let began = tokio::time::Instant::now();
+        match session(&local, global, &open, &mut refusals).await {
             Ok(()) => tracing::warn!(%global, "global controller closed the stream"),
             Err(e) => match refusal(&e) {
-                Some(why) => refusals.refused(&global, why),
+                Some(why) => refusals.refused(global, why),
                 None => tracing::warn!(%global, "global controller unreachable: {e:#}"),
             },
         }
@@ -44,12 +74,16 @@ pub async fn run_uplink(local: Shared, global: Endpoint, options: ConnectOptions
     }
 }
 
-async fn session(
+async fn session<F, Fut>(
     local: &Shared,
-    global: &Endpoint,
-    options: &ConnectOptions,
+    global: &(dyn Display + Sync),
+    open: &F,
     refusals: &mut Refusals,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    F: Fn(ReceiverStream<LocalMessage>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Streaming<GlobalMessage>>>,
+{
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let node = local
         .lock()
@@ -60,14 +94,7 @@ async fn session(
         body: Some(local_message::Body::Hello(Hello { node, version: 1 })),
     })
     .await?;
-    // Opening the stream has a deadline; once open, the connection's keep-alive pings
-    // notice a global that stops answering.
-    let mut inbound = within(global, DEFAULT_DEADLINE, async {
-        let channel = connect(global, options).await?;
-        let mut client = ControlClient::with_interceptor(channel, options.bearer()?);
-        Ok(client.session(ReceiverStream::new(rx)).await?.into_inner())
-    })
-    .await?;
+    let mut inbound = open(ReceiverStream::new(rx)).await?;
     {
         let mut l = local
             .lock()
