@@ -45,9 +45,10 @@ impl AttachArgs {
         // child may go on running Rust.
         match unsafe { libc::fork() } {
             -1 => bail!("cannot fork: {}", std::io::Error::last_os_error()),
+            // The holder returns its status to main, which exits with it.
             0 => {
                 drop(read);
-                std::process::exit(self.hold(&config, write));
+                return Ok(self.hold(&config, write));
             }
             _ => drop(write),
         }
