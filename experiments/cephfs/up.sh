@@ -139,11 +139,11 @@ EOF
     state_add daemon osd.0:ceph-osd
 
     say "making file system 'cephfs' and starting the MDS"
-    cephc osd pool create cephfs_data 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
+    cephc_retry osd pool create cephfs_data 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
         || die "ceph osd pool create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
-    cephc osd pool create cephfs_metadata 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
+    cephc_retry osd pool create cephfs_metadata 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
         || die "ceph osd pool create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
-    cephc fs new cephfs cephfs_metadata cephfs_data >>"$WORK_DIR/log/cli.log" 2>&1 \
+    cephc_retry fs new cephfs cephfs_metadata cephfs_data >>"$WORK_DIR/log/cli.log" 2>&1 \
         || die "ceph fs new failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
     ceph-mds -c "$CONF" -i a >/dev/null
     state_add daemon mds.a:ceph-mds
