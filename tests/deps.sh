@@ -21,9 +21,11 @@ command -v srun >/dev/null || missing+=(slurm-client)
 command -v munged >/dev/null || missing+=(munge)
 [[ -f /usr/include/slurm/slurm_version.h ]] || missing+=(libslurm-dev)
 # Slurm's accounting, for shares from the association tree (tests/tree.rs): slurmdbd on
-# a private MariaDB; only the server's core (mariadbd), no client, no system service.
+# a private MariaDB; only the server's core (mariadbd, mariadb-install-db) and the
+# my_print_defaults that mariadb-install-db runs, no system service.
 [[ -x /usr/sbin/slurmdbd ]] || missing+=(slurmdbd)
 [[ -x /usr/sbin/mariadbd ]] || missing+=(mariadb-server-core)
+command -v my_print_defaults >/dev/null || missing+=(mariadb-client-core)
 # The live dashboard is tested in a real headless browser (tests/dashboard_browser.rs).
 command -v chromium >/dev/null || missing+=(chromium)
 # The packages are built and checked (tests/packages.rs): rpm lists the .rpm, lintian
