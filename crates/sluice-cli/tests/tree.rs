@@ -416,15 +416,15 @@ struct SlurmDb {
 }
 
 impl SlurmDb {
-    /// Starts them in `dir`; None (said on stderr) where slurmdbd or MariaDB is missing
-    /// or the test is not root (slurmdbd runs as its SlurmUser, root here).
-    fn start(dir: &Path) -> Option<SlurmDb> {
-        // SAFETY: getuid has no preconditions.
-        let root = unsafe { libc::getuid() } == 0;
-        let have = |p: &str| Path::new(p).exists();
-        if !root || !have("/usr/sbin/slurmdbd") || !have("/usr/sbin/mariadbd") {
-            eprintln!("no slurmdbd or MariaDB here, or not root: run tests/deps.sh as root");
-            return None;
+    /// Starts them in `dir` (root only: slurmdbd runs as its SlurmUser, root here).
+    fn start(dir: &Path) -> SlurmDb {
+        assert!(
+            // SAFETY: getuid has no preconditions.
+            unsafe { libc::getuid() } == 0,
+            "the slurmdbd test runs slurmdbd as its SlurmUser, root"
+        );
+        for p in ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd"] {
+            assert!(Path::new(p).exists(), "no {p}: run tests/deps.sh as root");
         }
         let d = path_str(dir);
         let (db_port, dbd_port) = (free_port(), free_port());
@@ -521,7 +521,7 @@ impl SlurmDb {
             db.log("mysqld.log")
         );
         eprintln!("MariaDB and slurmdbd up in {:?}", started.elapsed());
-        Some(db)
+        db
     }
 
     fn spawn(&mut self, argv: &[&str]) {
@@ -609,9 +609,7 @@ fn a_real_slurms_association_shares_are_in_force_at_start_and_after_sighup() {
     let dir = tmp_dir();
     let d = dir.path();
     let started = std::time::Instant::now();
-    let Some(db) = SlurmDb::start(&d.join("slurm")) else {
-        return;
-    };
+    let db = SlurmDb::start(&d.join("slurm"));
     db.admin(&["add", "cluster", "sluice"]);
     db.admin(&["add", "account", "phys", "fairshare=7"]);
     db.admin(&["add", "account", "chem", "fairshare=3"]);
