@@ -2,7 +2,7 @@
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
 # made caller of vfork, memfd and large reads), openssl, Prometheus, tmux, Slurm with
-# munge, Chromium, the packaging tools, and Ceph for a real metadata server. The conformance suites install their own.
+# munge and slurmdbd on MariaDB, Chromium, the packaging tools, and Ceph for a real metadata server. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -20,6 +20,12 @@ command -v slurmd >/dev/null || missing+=(slurmd)
 command -v srun >/dev/null || missing+=(slurm-client)
 command -v munged >/dev/null || missing+=(munge)
 [[ -f /usr/include/slurm/slurm_version.h ]] || missing+=(libslurm-dev)
+# Slurm's accounting, for shares from the association tree (tests/tree.rs): slurmdbd on
+# a private MariaDB; only the server's core (mariadbd, mariadb-install-db) and the
+# my_print_defaults that mariadb-install-db runs, no system service.
+[[ -x /usr/sbin/slurmdbd ]] || missing+=(slurmdbd)
+[[ -x /usr/sbin/mariadbd ]] || missing+=(mariadb-server-core)
+command -v my_print_defaults >/dev/null || missing+=(mariadb-client-core)
 # The live dashboard is tested in a real headless browser (tests/dashboard_browser.rs).
 command -v chromium >/dev/null || missing+=(chromium)
 # The packages are built and checked (tests/packages.rs): rpm lists the .rpm, lintian

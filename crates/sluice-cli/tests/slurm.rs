@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{Local, daemon_dir, free_port, share, wait_for};
-use common::{bin_dir, open_to_all, path_str, sluice_bin, tmp_dir};
+use common::{bin_dir, munged_argv, open_to_all, path_str, sluice_bin, tmp_dir};
 
 /// One Slurm at a time: the first test measures rates on the machine's two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -84,15 +84,10 @@ impl Slurm {
             dir: dir.to_owned(),
         };
         slurm.daemons.push(spawn(
-            &[
-                "munged",
-                "-F",
-                "--force",
-                &format!("--socket={d}/munge.sock"),
-                &format!("--pid-file={d}/munged.pid"),
-                &format!("--log-file={d}/munged.log"),
-                &format!("--seed-file={d}/munged.seed"),
-            ],
+            &munged_argv(dir)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
             "munged.err",
         ));
         assert!(

@@ -1,19 +1,20 @@
 //! Hierarchical fair share with real daemons: a global and two locals in network
 //! namespaces, a pool divided down `account,user,job`, six saturated jobs of three users
 //! in two accounts (shares 70/30) and 1 to 8 nodes, placed on both nodes; and a global
-//! reading Slurm's association shares at start and on SIGHUP.
+//! reading Slurm's association shares at start and on SIGHUP, from a stand-in `sacctmgr`
+//! and from a real slurmdbd on a private MariaDB.
 
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::daemons::{
-    Daemon, call_times, free_port, monotonic_ns, rate_between, wait_answers, wait_for,
+    Daemon, Local, call_times, free_port, monotonic_ns, rate_between, wait_answers, wait_for,
 };
 use common::net::Cluster;
-use common::{Scratch, c_prog, path_str, sluice_bin, tmp_dir};
+use common::{Scratch, c_prog, munged_argv, path_str, sluice_bin, tmp_dir};
 use serde_json::Value;
 use sluice_workload::harness::Process;
 
@@ -262,16 +263,30 @@ fn accounts_users_and_jobs_get_their_shares_and_lend_what_they_leave() {
     );
 }
 
-/// A global with `slurm_shares = true` and the configuration `config`, its log in
-/// `dir/NAME.log`, the environment given `env` (`sacctmgr` is looked up on its PATH).
+/// A global with `slurm_shares = true`, a pool `md` divided down `account,user,job`
+/// and the configuration's share of phys 2, its log in `dir/NAME.log`, the environment
+/// given `env` (`sacctmgr` is looked up on its PATH).
 fn global_with_env(dir: &Path, name: &str, env: &[(&str, String)]) -> Daemon {
-    let config = dir.join("global.toml");
-    std::fs::write(
-        &config,
-        "slurm_shares = true\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
-         capacity = \"6k/s\"\ntree = \"account,user,job\"\n\n[shares.account]\nphys = 2\n",
-    )
-    .unwrap();
+    let config = format!("{SLURM_SHARES_CONFIG}\n[shares.account]\nphys = 2\n");
+    global_with_config(dir, name, &config, env).0
+}
+
+/// The global's configuration read from Slurm's shares: one pool divided down the tree.
+const SLURM_SHARES_CONFIG: &str = "slurm_shares = true\ninterval = \"500ms\"\n\n\
+    [[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\ncapacity = \"6k/s\"\n\
+    tree = \"account,user,job\"\n";
+
+/// A global with the configuration text `config`, its log in `dir/NAME.log`, the
+/// environment given `env`; returns it and its URL once it answers.
+fn global_with_config(
+    dir: &Path,
+    name: &str,
+    config: &str,
+    env: &[(&str, String)],
+) -> (Daemon, String) {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, config).unwrap();
+    let config = file;
     let listen = format!("127.0.0.1:{}", free_port());
     let state = dir.join(format!("{name}-state"));
     let log = dir.join(format!("{name}.log"));
@@ -283,8 +298,9 @@ fn global_with_env(dir: &Path, name: &str, env: &[(&str, String)]) -> Daemon {
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("SLUICE_LOG_LEVEL", "info");
     let global = Daemon(Process::logged(&mut cmd, &log).expect("start the global"));
-    wait_answers(&global, &format!("http://{listen}"));
-    global
+    let url = format!("http://{listen}");
+    wait_answers(&global, &url);
+    (global, url)
 }
 
 /// Waits up to 10 s for a line of `daemon`'s log holding every one of `words`.
@@ -297,15 +313,15 @@ fn logged(daemon: &Daemon, words: &[&str]) -> bool {
     })
 }
 
-/// Slurm's shares at start and on SIGHUP. The Slurm the tests run keeps no accounts:
-/// there is no slurmdbd here (Debian's `slurmdbd` and a MariaDB for it are not
-/// installed; slurm.rs runs `AccountingStorageType=accounting_storage/none`), and the
-/// real `sacctmgr` refuses to list associations without it: with such a configuration
-/// the global logs its refusal and keeps the shares in force. Then a stand-in on the
-/// PATH prints associations the way the real one's `-nP` does (`--noheader`,
-/// `--parsable2`: fields between `|`, none at the end; a share of `parent` and the root
-/// account with none, as sacctmgr shows them), checks it was asked exactly that, and
-/// the global reads them at start and again on SIGHUP, once they changed.
+/// Slurm's shares at start and on SIGHUP, where Slurm keeps no accounts
+/// (`AccountingStorageType=accounting_storage/none`, as slurm.rs runs it): the real
+/// `sacctmgr` refuses to list associations, and the global logs its refusal and keeps
+/// the shares in force. Then a stand-in on the PATH prints associations the way the
+/// real one's `-nP` does (`--noheader`, `--parsable2`: fields between `|`, none at the
+/// end; a share of `parent`), checks it was asked exactly that, and the global reads
+/// them at start and again on SIGHUP, once they changed, and logs a line it cannot
+/// read. The real association tree in slurmdbd is read in
+/// [`a_real_slurms_association_shares_are_in_force_at_start_and_after_sighup`].
 #[test]
 fn slurm_shares_are_read_at_start_and_again_on_sighup() {
     let dir = tmp_dir();
@@ -388,4 +404,282 @@ fn slurm_shares_are_read_at_start_and_again_on_sighup() {
         global.log_text()
     );
     global.terminate(Duration::from_secs(10));
+}
+
+/// Slurm's accounting alone, as `sacctmgr` needs it: munged, a MariaDB and slurmdbd
+/// (tests/deps.sh installs them), each private to `dir` (own socket, data directory and
+/// loopback ports), killed when dropped. No slurmctld: `sacctmgr` asks slurmdbd.
+struct SlurmDb {
+    daemons: Vec<Child>,
+    conf: String,
+    dir: std::path::PathBuf,
+}
+
+impl SlurmDb {
+    /// Starts them in `dir` (root only: slurmdbd runs as its SlurmUser, root here).
+    fn start(dir: &Path) -> SlurmDb {
+        assert!(
+            // SAFETY: getuid has no preconditions.
+            unsafe { libc::getuid() } == 0,
+            "the slurmdbd test runs slurmdbd as its SlurmUser, root"
+        );
+        for p in ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd"] {
+            assert!(Path::new(p).exists(), "no {p}: run tests/deps.sh as root");
+        }
+        let d = path_str(dir);
+        let (db_port, dbd_port) = (free_port(), free_port());
+        let mut db = SlurmDb {
+            daemons: Vec::new(),
+            conf: format!("{d}/slurm.conf"),
+            dir: dir.to_owned(),
+        };
+        let started = std::time::Instant::now();
+        // MariaDB's system tables: without them (an empty data directory) it starts, but
+        // slurmdbd's stored functions are not made and it loses associations silently.
+        // Without grant tables (--skip-grant-tables) root needs no password; MariaDB
+        // listens on loopback only, for slurmdbd.
+        let install = Command::new("mariadb-install-db")
+            .args(["--no-defaults", "--user=root", "--skip-test-db"])
+            .arg(format!("--datadir={d}/db"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("mariadb-install-db");
+        assert!(
+            install.status.success(),
+            "mariadb-install-db: {}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+        db.spawn(&[
+            "/usr/sbin/mariadbd",
+            "--no-defaults",
+            "--user=root",
+            &format!("--datadir={d}/db"),
+            &format!("--socket={d}/mysql.sock"),
+            &format!("--pid-file={d}/mysqld.pid"),
+            &format!("--log-error={d}/mysqld.log"),
+            "--bind-address=127.0.0.1",
+            &format!("--port={db_port}"),
+            "--skip-grant-tables",
+        ]);
+        db.spawn(
+            &munged_argv(dir)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        let up = wait_for(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", db_port)).is_ok()
+                && dir.join("munge.sock").exists()
+        });
+        assert!(
+            up,
+            "MariaDB or munged did not start: {}",
+            db.log("mysqld.log")
+        );
+        eprintln!("MariaDB made and up in {:?}", started.elapsed());
+        // slurmdbd reads slurmdbd.conf beside SLURM_CONF's slurm.conf, and only if it
+        // is its SlurmUser's alone (mode 600): it holds the database's password.
+        let dbd_conf = dir.join("slurmdbd.conf");
+        std::fs::write(
+            &dbd_conf,
+            format!(
+                "AuthType=auth/munge\nAuthInfo=socket={d}/munge.sock\nDbdHost=localhost\n\
+                 DbdAddr=127.0.0.1\nDbdPort={dbd_port}\nSlurmUser=root\n\
+                 StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\n\
+                 StoragePort={db_port}\nStorageUser=root\nStorageLoc=slurm_acct_db\n\
+                 PidFile={d}/slurmdbd.pid\nLogFile={d}/slurmdbd.log\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &dbd_conf,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        // AccountingStoragePass names the munge socket the clients talk to slurmdbd
+        // with; AuthInfo alone does not reach sacctmgr's connection to it.
+        std::fs::write(
+            &db.conf,
+            format!(
+                "ClusterName=sluice\nSlurmctldHost=localhost(127.0.0.1)\n\
+                 AuthType=auth/munge\nAuthInfo=socket={d}/munge.sock\n\
+                 AccountingStorageType=accounting_storage/slurmdbd\n\
+                 AccountingStorageHost=127.0.0.1\nAccountingStoragePort={dbd_port}\n\
+                 AccountingStoragePass={d}/munge.sock\n\
+                 NodeName=localhost CPUs=1\nPartitionName=debug Nodes=ALL\n"
+            ),
+        )
+        .unwrap();
+        db.spawn(&["/usr/sbin/slurmdbd", "-D"]);
+        let answers = wait_for(Duration::from_secs(30), || {
+            db.sacctmgr(&["-nP", "show", "cluster"]).status.success()
+        });
+        assert!(
+            answers,
+            "slurmdbd never answered: {}\n{}",
+            db.log("slurmdbd.log"),
+            db.log("mysqld.log")
+        );
+        eprintln!("MariaDB and slurmdbd up in {:?}", started.elapsed());
+        db
+    }
+
+    fn spawn(&mut self, argv: &[&str]) {
+        let name = Path::new(argv[0]).file_name().unwrap().to_string_lossy();
+        let err = std::fs::File::create(self.dir.join(format!("{name}.err"))).unwrap();
+        let child = Command::new(argv[0])
+            .args(&argv[1..])
+            .env("SLURM_CONF", &self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
+        self.daemons.push(child);
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
+    }
+
+    /// `sacctmgr ARGS…` of this Slurm, killed after 20 s (coreutils' timeout).
+    fn sacctmgr(&self, args: &[&str]) -> std::process::Output {
+        Command::new("timeout")
+            .args(["20", "sacctmgr"])
+            .args(args)
+            .env("SLURM_CONF", &self.conf)
+            .stdin(Stdio::null())
+            .output()
+            .expect("timeout sacctmgr")
+    }
+
+    /// `sacctmgr -i ARGS…`, which must succeed.
+    fn admin(&self, args: &[&str]) {
+        let o = self.sacctmgr(&[&["-i"], args].concat());
+        assert!(
+            o.status.success(),
+            "sacctmgr -i {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+impl Drop for SlurmDb {
+    fn drop(&mut self) {
+        for d in self.daemons.iter_mut().rev() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+/// Processes killed when dropped.
+struct Killed(Vec<Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The weight and allocation of `account` in pool md's tree as `sluice pool list
+/// --json` shows it.
+fn account_node(pools: &Value, account: &str) -> Option<(f64, f64)> {
+    let node = pools["pools"][0]["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["level"] == "account" && n["name"] == account)?;
+    Some((node["weight"].as_f64()?, node["allocation"].as_f64()?))
+}
+
+/// Shares from a real Slurm's association tree: accounts phys (fairshare 7) and chem
+/// (3) with a user each, made with the real `sacctmgr` in a private slurmdbd on a
+/// private MariaDB; a global with `slurm_shares = true` reads them at start: with a
+/// job of each account attached through a local, the pool's tree weighs phys and chem
+/// 7 to 3 (root's own user is their sibling, so each is its share over 11) and divides
+/// the pool's capacity so. Then `sacctmgr modify` gives chem 1 and a SIGHUP puts 7 to
+/// 1 in force. No slurmctld: `sacctmgr` asks slurmdbd.
+#[test]
+fn a_real_slurms_association_shares_are_in_force_at_start_and_after_sighup() {
+    let dir = tmp_dir();
+    let d = dir.path();
+    let started = std::time::Instant::now();
+    let db = SlurmDb::start(&d.join("slurm"));
+    db.admin(&["add", "cluster", "sluice"]);
+    db.admin(&["add", "account", "phys", "fairshare=7"]);
+    db.admin(&["add", "account", "chem", "fairshare=3"]);
+    db.admin(&["add", "user", "alice", "account=phys"]);
+    db.admin(&["add", "user", "carol", "account=chem"]);
+    let assoc = db.sacctmgr(&[
+        "-nP",
+        "show",
+        "assoc",
+        "format=account,user,share,parentname",
+    ]);
+    // What the global will read, for the record of a failure.
+    eprintln!("{}", String::from_utf8_lossy(&assoc.stdout));
+    let env = [("SLURM_CONF", db.conf.clone())];
+    let (mut global, url) = global_with_config(d, "global", SLURM_SHARES_CONFIG, &env);
+    assert!(
+        logged(&global, &["shares read from Slurm's associations"]),
+        "{}",
+        global.log_text()
+    );
+    let n = d.join("n");
+    std::fs::create_dir_all(&n).unwrap();
+    let local = Local::start(&n, "", &["--global", &url], None);
+    let connected = wait_for(Duration::from_secs(10), || {
+        local
+            .daemon
+            .log_text()
+            .contains("connected to the global controller")
+    });
+    assert!(connected, "{}", local.daemon.log_text());
+    let _jobs = Killed(
+        ["phys", "chem"]
+            .iter()
+            .map(|a| local.job(&format!("J-{a}"), &["--account", a], &["sleep", "30"]))
+            .collect(),
+    );
+    let ratio_is = |want: f64| {
+        let mut last = Value::Null;
+        let seen = wait_for(Duration::from_secs(10), || {
+            last = local.pools();
+            // The pool's whole capacity, idle as it is, divided by the shares.
+            match (account_node(&last, "phys"), account_node(&last, "chem")) {
+                (Some((pw, pa)), Some((cw, ca))) if cw > 0.0 && ca > 0.0 => {
+                    (pw / cw - want).abs() < 1e-6 && (pa / ca - want).abs() < 0.01 * want
+                }
+                _ => false,
+            }
+        });
+        (seen, last)
+    };
+    let (seen, pools) = ratio_is(7.0 / 3.0);
+    assert!(seen, "phys and chem never weighed 7 to 3: {pools}");
+    assert!(
+        (account_node(&pools, "phys").unwrap().0 - 7.0 / 11.0).abs() < 1e-6,
+        "{pools}"
+    );
+    let tree = local.admin(&["jobs", "--tree"]);
+    let tree = String::from_utf8_lossy(&tree.stdout).into_owned();
+    eprintln!("{tree}");
+    assert!(
+        tree.contains("account=phys") && tree.contains("0.636"),
+        "{tree}"
+    );
+    db.admin(&["modify", "account", "chem", "set", "fairshare=1"]);
+    global.signal(libc::SIGHUP);
+    let (seen, pools) = ratio_is(7.0);
+    assert!(
+        seen,
+        "after SIGHUP, phys and chem never weighed 7 to 1: {pools}"
+    );
+    global.terminate(Duration::from_secs(10));
+    eprintln!("the whole test took {:?}", started.elapsed());
 }

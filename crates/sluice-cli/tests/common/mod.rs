@@ -120,6 +120,21 @@ pub fn path_str(p: &Path) -> String {
     p.to_str().expect("UTF-8 path").to_owned()
 }
 
+/// munged in the foreground on a socket of its own, `munge.sock` in `dir` (beside its
+/// pid, log and seed files), for a private Slurm: its argument vector.
+pub fn munged_argv(dir: &Path) -> Vec<String> {
+    let d = path_str(dir);
+    vec![
+        "munged".to_owned(),
+        "-F".to_owned(),
+        "--force".to_owned(),
+        format!("--socket={d}/munge.sock"),
+        format!("--pid-file={d}/munged.pid"),
+        format!("--log-file={d}/munged.log"),
+        format!("--seed-file={d}/munged.seed"),
+    ]
+}
+
 /// Compiles `tests/c/NAME.c` with `cc -O2 -pthread` (plus `extra` flags); returns the
 /// program's path. Programs live in cargo's temp dir for integration tests, named by a
 /// hash of their source and flags: each is compiled once, and again only when it changes.
