@@ -48,6 +48,7 @@ pub mod launcher;
 pub mod link_auth;
 pub mod local;
 pub mod metrics;
+pub mod render;
 pub mod report;
 pub mod segment_file;
 pub mod site;

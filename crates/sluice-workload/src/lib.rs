@@ -12,6 +12,7 @@
 //! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
 //!   [`synth`] makes them with the statistics of a production Lustre file system.
 //! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
+//! - [`top`]: `sluice top`'s terminal view of a controller's jobs and pools.
 //! - [`demo`]: `sluice demo`, four jobs sharing a pool with and without control, watched
 //!   live.
 //! - [`experiment`]: the scenario runner of `sluice experiment` (controllers, jobs at
@@ -49,4 +50,5 @@ mod meter;
 pub mod plot;
 pub mod replay;
 pub mod synth;
+pub mod top;
 pub mod trace;

@@ -1,0 +1,6 @@
+//! Admin replies as an administrator reads them in a terminal: the tables and lines of
+//! `sluice status`, `jobs`, `pool list`, `report` and `top`, apart from the commands that
+//! fetch them, so that every view prints one figure the same way.
+
+pub mod admin;
+pub mod report;
