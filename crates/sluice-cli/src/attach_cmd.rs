@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use sluice_control::launcher::{Attach, Held};
+use sluice_control::program::stage_path;
 
 use crate::Usage;
-use crate::run::{JobSpec, stage_path};
+use crate::run::JobSpec;
 
 /// Attach a job to the node's local controller for a process launched by someone else,
 /// e.g. from a Slurm TaskProlog.

@@ -29,6 +29,8 @@
 //!   and every refusal.
 //! - [`supervise`]: programs the stage cannot enter (static, Go), held through a
 //!   seccomp filter whose file calls a supervisor admits through the job's segment.
+//!   [`program`]: a job's program started, its signals forwarded, its counters written.
+//! - [`render`]: admin replies as tables and lines for a terminal.
 //! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
 //! - [`source`]: an automatic pool's capacity read from the file system's server (a Ceph
 //!   MDS's admin socket, a Lustre MDT's statistics).
@@ -48,6 +50,7 @@ pub mod launcher;
 pub mod link_auth;
 pub mod local;
 pub mod metrics;
+pub mod program;
 pub mod render;
 pub mod report;
 pub mod segment_file;
