@@ -6,12 +6,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use sluice_core::classify::Compiled;
 use sluice_core::config::StageConfig;
-use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
-use sluice_core::segment::MAX_RULES;
+use sluice_core::rule::{Rule, RulesFile, parse_rule};
 use sluice_core::stats::Stats;
 
+use sluice_control::launch;
 use sluice_control::launcher::{Attach, Unreachable, attach};
 use sluice_control::program::{
     Held, Signals, find_command, stage_path, start, wait_forwarding, write_stats,
@@ -22,7 +21,6 @@ use sluice_control::supervise::{IoUring, inspect};
 
 use crate::Usage;
 use crate::client::{deadline, local_socket, refused};
-use crate::identity;
 
 /// Run a command under rules.
 ///
@@ -221,39 +219,24 @@ impl JobSpec {
 
     /// What the local controller is told of this launcher.
     fn attach_request(&self, config: &StageConfig) -> AttachRequest {
-        let env = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok());
-        AttachRequest {
-            job: config.job.clone(),
-            user: config.user.clone().unwrap_or_default(),
-            nodes: env(&["SLURM_JOB_NUM_NODES", "SLURM_NNODES"])
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0),
-            task: env(&["SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"]).unwrap_or_default(),
-            rules: config.rules.iter().map(|s| s.rule.to_string()).collect(),
-            mounts: config.mounts.clone(),
-            fs_types: config.fs_types.clone(),
-            uid: self.job_uid(),
-            account: self
-                .account
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_ACCOUNT"]))
-                .unwrap_or_default(),
-            qos: self
-                .qos
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_QOS"]))
-                .unwrap_or_default(),
-            partition: self
-                .partition
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_PARTITION"]))
-                .unwrap_or_default(),
+        let mut request = launch::attach_request(config, self.job_uid());
+        let given = [&self.account, &self.qos, &self.partition];
+        let asked = [
+            &mut request.account,
+            &mut request.qos,
+            &mut request.partition,
+        ];
+        for (given, asked) in given.into_iter().zip(asked) {
+            if let Some(g) = given {
+                g.clone_into(asked);
+            }
         }
+        request
     }
 
     /// Who the job runs as: `--uid`, else whoever runs this.
     fn job_uid(&self) -> u32 {
-        self.uid.unwrap_or_else(identity::real_uid)
+        self.uid.unwrap_or_else(launch::real_uid)
     }
 
     /// A segment of the job's own, under its own rules only, for its user, removed when
@@ -287,32 +270,15 @@ impl JobSpec {
             ))
             .into());
         }
-        if rules.len() > MAX_RULES {
-            bail!(
-                "{} rules given; a job holds at most {MAX_RULES}",
-                rules.len()
-            );
-        }
-        let exe = identity::exe_name(command).to_owned();
-        let job = identity::job_id(self.job.as_deref(), &exe);
-        let uid = self.job_uid();
-        let config = StageConfig {
-            job: job.clone(),
-            user: identity::user_name(uid),
-            mounts: self.mounts.clone(),
-            fs_types: self.fs_types.clone(),
-            rules: StageConfig::slot_in_order(rules),
-            ..StageConfig::default()
-        };
-        // Compile once here so that a bad mount or rule is reported before CMD runs.
-        let id = Identity {
-            job,
-            uid,
-            user: config.user.clone(),
-            exe,
-        };
-        let mounts = (!config.mounts.is_empty()).then_some(&config.mounts[..]);
-        Compiled::new(&config.rules, &config.pools, &[], &id, mounts).context("--mount")?;
+        let (mounts, fs_types) = (self.mounts.clone(), self.fs_types.clone());
+        let config = launch::stage_config(
+            command,
+            self.job.as_deref(),
+            self.job_uid(),
+            rules,
+            mounts,
+            fs_types,
+        )?;
         Ok(config)
     }
 }

@@ -23,7 +23,8 @@
 //! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
 //! - [`segment_file`]: a job's segment as a file, changed live; [`state_lock`]: one
 //!   daemon per state directory.
-//! - [`identity`]: users and groups from the system's database.
+//! - [`identity`]: users and groups from the system's database; [`launch`]: who a job
+//!   is and what its launcher asks for.
 //! - [`site`]: the site's configuration file as a daemon starts with it (and `sluice
 //!   config check` checks it); [`audit`]: one log line and one count for every change
 //!   and every refusal.
@@ -46,6 +47,7 @@ pub mod global;
 pub mod held_file;
 pub mod http;
 pub mod identity;
+pub mod launch;
 pub mod launcher;
 pub mod link_auth;
 pub mod local;
