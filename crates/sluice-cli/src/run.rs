@@ -13,7 +13,7 @@ use sluice_core::stats::Stats;
 use sluice_control::launch;
 use sluice_control::launcher::{Attach, Unreachable, attach};
 use sluice_control::program::{
-    Held, Signals, find_command, stage_path, start, wait_forwarding, write_stats,
+    Held, Signals, find_command, preload, stage_path, start, wait_forwarding, write_stats,
 };
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
@@ -151,10 +151,7 @@ impl RunArgs {
             Attach::Attached(a) => SegmentFile::open(a.segment.clone())?,
             Attach::Absent | Attach::Unanswered(_) => self.spec.standalone_segment(&config)?,
         };
-        let mut preload = stage.display().to_string();
-        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            preload = format!("{preload}:{}", old.to_string_lossy());
-        }
+        let preload = preload(&stage);
         let why = find_command(&self.command[0]).and_then(|p| inspect(&p).ok().flatten());
         let mut cmd = Command::new(&self.command[0]);
         cmd.args(&self.command[1..])

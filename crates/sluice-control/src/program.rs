@@ -1,12 +1,15 @@
-//! A job's program started and waited for, as `sluice run` and `sluice supervise` do it:
+//! A job's program started and waited for, as `sluice run` and `sluice supervise` do it
+//! (and, for `sluice attach`, a holder that outlives its caller):
 //! with the signals an exec would keep, under the seccomp filter and a supervisor when
 //! the stage cannot enter it, the launcher's signals forwarded, and its counters written
 //! when it ends.
 
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 use sluice_core::stats::Stats;
 
@@ -241,4 +244,66 @@ pub fn write_stats(
         return Ok(());
     }
     std::fs::write(out, text).map_err(|e| ProgramError::Stats(out.to_owned(), e))
+}
+
+/// `LD_PRELOAD` for a job's programs: the stage first, then what was preloaded already.
+pub fn preload(stage: &Path) -> String {
+    let mut preload = stage.display().to_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload = format!("{preload}:{}", old.to_string_lossy());
+    }
+    preload
+}
+
+/// A pipe, both ends closed on exec: a background holder's answer to its caller.
+pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Points stdin, stdout and stderr at /dev/null, so that whoever reads the caller's output
+/// (Slurm reads a TaskProlog's to its end) is not held by the holder.
+pub fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors of this process.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+/// Whether process `pid` exists (it may be another user's).
+pub fn alive(pid: i32) -> bool {
+    u32::try_from(pid).is_ok_and(|p| p > 0 && crate::local::alive(p))
+}
+
+/// Returns once process `pid` has ended: woken by a pidfd where the kernel has them, else
+/// checking every half second.
+pub fn wait_for_exit(pid: i32) {
+    // SAFETY: pidfd_open takes a pid and flags.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd >= 0 {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, ours; the descriptor becomes readable when the process ends.
+        while unsafe { libc::poll(&mut p, 1, -1) } < 0 {}
+        // SAFETY: the descriptor is ours.
+        unsafe { libc::close(fd) };
+        return;
+    }
+    while alive(pid) {
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
