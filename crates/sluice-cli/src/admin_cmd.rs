@@ -2,20 +2,16 @@
 //! Each talks to a controller's Admin service; a refused change exits 2 with the
 //! controller's one line, and nothing changed.
 
-use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 use sluice_control::admin::{jobs_json, pools_json, status_json};
-use sluice_control::cluster::SegmentNote;
-use sluice_control::config::format_duration;
 use sluice_control::proto::{
-    Empty, JobSetRequest, NameRequest, PoolInfo, PoolListReply, PoolSetRequest, RuleChangeRequest,
-    RuleStartRequest, ShareSetRequest, StatusReply,
+    Empty, JobSetRequest, NameRequest, PoolSetRequest, RuleChangeRequest, RuleStartRequest,
+    ShareSetRequest,
 };
-use sluice_core::hostlist;
-use sluice_core::rule::{Rate, Unit, format_rate_approx};
+use sluice_control::render::admin::{jobs_table, pool_units, pools_table, status_text, tree_table};
 
 use crate::client::ServerArgs;
 
@@ -217,120 +213,10 @@ impl StatusArgs {
         let s = self.server.ask(async |c| c.status(Empty {}).await)?;
         let value = status_json(&s);
         print(self.server.json, value, |_| {
-            status_lines(&s, SystemTime::now())
-                .iter()
-                .map(|l| format!("{l}\n"))
-                .chain(s.warnings.iter().map(|w| format!("warning: {w}\n")))
-                .collect()
+            status_text(&s, SystemTime::now())
         });
         Ok(0)
     }
-}
-
-/// `n` and `thing`, plural when `n` is not 1: `1 job`, `3 locals`.
-fn count(n: u32, thing: &str) -> String {
-    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
-}
-
-/// The status as an administrator reads it, `now` being the wall clock: who answers and
-/// what it holds, then how its cycles go. Cycles are numbered by the wall clock (cycle `k`
-/// closes at `k` intervals since the epoch), so the last one's age needs no other field.
-pub(crate) fn status_lines(s: &StatusReply, now: SystemTime) -> [String; 2] {
-    let links = match (s.role.as_str(), s.single_node) {
-        (_, true) => " (single node)".to_owned(),
-        ("global", _) => format!(": {} connected", count(s.locals, "local")),
-        _ if s.global_connected => ": its global connected".to_owned(),
-        _ => ": its global NOT connected".to_owned(),
-    };
-    let what = format!(
-        "{} controller{links}, {}, {}, {}",
-        s.role,
-        count(s.jobs, "job"),
-        count(s.pools, "pool"),
-        count(s.rules, "rule")
-    );
-    let every = Duration::try_from_secs_f64(s.interval_s).unwrap_or_default();
-    let boundary = Duration::try_from_secs_f64(s.cycle as f64 * s.interval_s).unwrap_or_default();
-    let age = now
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .saturating_sub(boundary);
-    let cycles = if s.cycle == 0 {
-        format!("no cycle yet; one every {}", format_duration(every))
-    } else {
-        // Three intervals and a second of slack: a global waits half an interval for
-        // late reports, and a busy machine wakes late.
-        let late = if age > every * 3 + Duration::from_secs(1) {
-            " (late)"
-        } else {
-            ""
-        };
-        format!(
-            "last cycle {} ago{late}, one every {}; a cycle takes {} (median {})",
-            age_text(age),
-            format_duration(every),
-            micros_text(s.cycle_us_last),
-            micros_text(s.cycle_us_median)
-        )
-    };
-    [what, cycles]
-}
-
-/// `0.4 s`, `12 s`, `5 min`, `3 h`: as precise as a glance needs.
-fn age_text(age: Duration) -> String {
-    let s = age.as_secs_f64();
-    match s {
-        ..10.0 => format!("{s:.1} s"),
-        ..120.0 => format!("{s:.0} s"),
-        ..7200.0 => format!("{:.0} min", s / 60.0),
-        _ => format!("{:.0} h", s / 3600.0),
-    }
-}
-
-/// `350 µs`, `12 ms`.
-fn micros_text(us: f64) -> String {
-    if us < 10_000.0 {
-        format!("{us:.0} µs")
-    } else {
-        format!("{:.0} ms", us / 1e3)
-    }
-}
-
-/// What each pool counts, by name, read from its capacity (`10k/s`, `auto 50MiB/s`); a
-/// pool whose capacity cannot be read counts operations.
-pub(crate) fn pool_units(pools: &PoolListReply) -> BTreeMap<String, Unit> {
-    pools
-        .pools
-        .iter()
-        .map(|p| {
-            (
-                p.name.clone(),
-                capacity_rate(p).map_or(Unit::Ops, |r| r.unit),
-            )
-        })
-        .collect()
-}
-
-fn capacity_rate(p: &PoolInfo) -> Option<Rate> {
-    let typed = p.capacity.strip_prefix("auto ").unwrap_or(&p.capacity);
-    typed.parse().ok()
-}
-
-/// A pool's capacity as shown: as the administrator set it, or for an automatic pool the
-/// one it found, rounded (`auto 12k/s`).
-pub(crate) fn capacity_text(p: &PoolInfo) -> String {
-    match capacity_rate(p) {
-        Some(r) if p.capacity.starts_with("auto ") => {
-            format!("auto {}", format_rate_approx(r.per_sec as f64, r.unit))
-        }
-        _ => p.capacity.clone(),
-    }
-}
-
-/// A figure of `pool` for reading, in the pool's unit (operations when unknown).
-pub(crate) fn rate_in(units: &BTreeMap<String, Unit>, pool: &str, per_sec: f64) -> String {
-    let unit = units.get(pool).copied().unwrap_or(Unit::Ops);
-    format_rate_approx(per_sec, unit)
 }
 
 impl JobsArgs {
@@ -351,74 +237,9 @@ impl JobsArgs {
             return Ok(0);
         }
         let units = pool_units(&self.server.ask(async |c| c.pool_list(Empty {}).await)?);
-        let mut out = format!(
-            "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES\n",
-            "JOB", "USER", "POOL", "ALLOCATION", "RATE", "DEMAND", "WAIT"
-        );
-        for j in &reply.jobs {
-            let nodes = hostlist::compress(&j.nodes);
-            if j.pools.is_empty() {
-                out += &format!(
-                    "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  {nodes}\n",
-                    j.job, j.user, "-", "-", "-", "-", "-"
-                );
-            }
-            for (pool, s) in &j.pools {
-                let rate = |v| rate_in(&units, pool, v);
-                out += &format!(
-                    "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5.2}  {nodes}\n",
-                    j.job,
-                    j.user,
-                    pool,
-                    rate(s.allocation),
-                    rate(s.rate),
-                    rate(s.demand),
-                    s.wait
-                );
-            }
-        }
-        for j in &reply.jobs {
-            for n in &j.segments {
-                out += &format!("job {} on {}: {}\n", j.job, n.node, SegmentNote::from(n));
-            }
-        }
-        print!("{out}");
+        print!("{}", jobs_table(&reply, &units));
         Ok(0)
     }
-}
-
-/// The pools with a tree, each node on a line indented by its depth.
-fn tree_table(pools: &PoolListReply) -> String {
-    let units = pool_units(pools);
-    let mut out = String::new();
-    for p in pools.pools.iter().filter(|p| !p.tree.is_empty()) {
-        let rate = |v| rate_in(&units, &p.name, v);
-        out += &format!(
-            "pool {} ({}), tree {}\n{:<32} {:>10} {:>9} {:>9} {:>7}\n",
-            p.name,
-            capacity_text(p),
-            p.tree,
-            "NODE",
-            "ALLOCATION",
-            "RATE",
-            "DEMAND",
-            "WEIGHT"
-        );
-        for n in &p.nodes {
-            let label = format!("{}{}={}", "  ".repeat(n.depth as usize), n.level, n.name);
-            out += &format!(
-                "{label:<32} {:>10} {:>9} {:>9} {:>7.3}\n",
-                rate(n.allocation),
-                rate(n.rate),
-                rate(n.demand),
-                n.weight
-            );
-        }
-    }
-    if out.is_empty() {
-        out = "no pool has a tree (sluice pool set NAME … --tree account,user,job)\n".to_owned();
-    }
-    out
 }
 
 impl JobCmd {
@@ -477,46 +298,7 @@ impl PoolCmd {
             }
             PoolCmd::List { server } => {
                 let reply = server.ask(async |c| c.pool_list(Empty {}).await)?;
-                let units = pool_units(&reply);
-                print(server.json, pools_json(&reply), |_| {
-                    let mut out = format!(
-                        "{:<14} {:>10} {:<15} {:<13} {:>9} {:>9} {:>5}  MATCH\n",
-                        "POOL", "CAPACITY", "ALGORITHM", "ESTIMATOR", "ALLOCATED", "USED", "JOBS"
-                    );
-                    for p in &reply.pools {
-                        // An automatic pool: the capacity found, the latency that steers it
-                        // (the p99 of sampled calls, or the server's mean reply), its target.
-                        let capacity = if p.target_p99_s > 0.0 {
-                            let what = if p.latency_from_server { "mean" } else { "p99" };
-                            format!(
-                                "{} ({what} {:.2}ms, target {}ms)",
-                                capacity_text(p),
-                                p.latency_p99_s * 1e3,
-                                p.target_p99_s * 1e3
-                            )
-                        } else {
-                            capacity_text(p)
-                        };
-                        let rate = |v| rate_in(&units, &p.name, v);
-                        let estimator = if p.estimator.is_empty() {
-                            "-"
-                        } else {
-                            &p.estimator
-                        };
-                        out += &format!(
-                            "{:<14} {:>10} {:<15} {:<13} {:>9} {:>9} {:>5}  {}\n",
-                            p.name,
-                            capacity,
-                            p.algorithm,
-                            estimator,
-                            rate(p.allocated),
-                            rate(p.used),
-                            p.jobs,
-                            p.filter
-                        );
-                    }
-                    out
-                });
+                print(server.json, pools_json(&reply), |_| pools_table(&reply));
             }
         }
         Ok(0)

@@ -2,15 +2,15 @@
 //! that will not load the SPANK plugin (a Slurm TaskProlog).
 
 use std::io::{Read as _, Write as _};
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::time::Duration;
+use std::os::fd::OwnedFd;
 
 use anyhow::{Context, Result, bail};
 
 use sluice_control::launcher::{Attach, Held};
+use sluice_control::program::{alive, detach_stdio, pipe, preload, stage_path, wait_for_exit};
 
 use crate::Usage;
-use crate::run::{JobSpec, stage_path};
+use crate::run::JobSpec;
 
 /// Attach a job to the node's local controller for a process launched by someone else,
 /// e.g. from a Slurm TaskProlog.
@@ -40,7 +40,7 @@ impl AttachArgs {
         if !alive(self.while_pid) {
             return Err(Usage(format!("--while-pid {}: no such process", self.while_pid)).into());
         }
-        let (read, write) = pipe()?;
+        let (read, write) = pipe().context("cannot create a pipe")?;
         // SAFETY: this process has one thread (nothing has started another yet), so the
         // child may go on running Rust.
         match unsafe { libc::fork() } {
@@ -63,10 +63,7 @@ impl AttachArgs {
         if segment.is_empty() {
             return Ok(0);
         }
-        let mut preload = stage.display().to_string();
-        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            preload = format!("{preload}:{}", old.to_string_lossy());
-        }
+        let preload = preload(&stage);
         println!("export LD_PRELOAD={preload}\nexport SLUICE_SEGMENT={segment}");
         Ok(0)
     }
@@ -101,57 +98,5 @@ impl AttachArgs {
             wait_for_exit(self.while_pid);
         }
         i32::from(held.is_err())
-    }
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        bail!("cannot create a pipe: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are new and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Points stdin, stdout and stderr at /dev/null, so that whoever reads the caller's output
-/// (Slurm reads a TaskProlog's to its end) is not held by the holder.
-fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        for fd in 0..3 {
-            // SAFETY: dup2 onto the standard descriptors of this process.
-            unsafe { libc::dup2(null.as_raw_fd(), fd) };
-        }
-    }
-}
-
-/// Whether process `pid` exists (it may be another user's).
-fn alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(|p| p > 0 && sluice_control::local::alive(p))
-}
-
-/// Returns once process `pid` has ended: woken by a pidfd where the kernel has them, else
-/// checking every half second.
-fn wait_for_exit(pid: i32) {
-    // SAFETY: pidfd_open takes a pid and flags.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if fd >= 0 {
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd, ours; the descriptor becomes readable when the process ends.
-        while unsafe { libc::poll(&mut p, 1, -1) } < 0 {}
-        // SAFETY: the descriptor is ours.
-        unsafe { libc::close(fd) };
-        return;
-    }
-    while alive(pid) {
-        std::thread::sleep(Duration::from_millis(500));
     }
 }

@@ -6,6 +6,7 @@ use anyhow::Result;
 use sluice_control::config::parse_duration;
 use sluice_workload::bench_control::{self, ControlBenchOptions};
 use sluice_workload::bench_cycle::{self, CycleBenchOptions};
+use sluice_workload::figures;
 
 use crate::Usage;
 use sluice_workload::alloc::BenchAllocArgs;
@@ -94,31 +95,7 @@ impl BenchCmd {
 impl BenchStageArgs {
     fn run(&self) -> Result<i32> {
         let b = sluice_workload::bench_stage::run(self.threads);
-        if self.json {
-            let threads: Vec<_> = b
-                .threads
-                .iter()
-                .map(|t| serde_json::json!({"n": t.n, "mops": round2(t.mops)}))
-                .collect();
-            let v = serde_json::json!({
-                "managed_ns_per_op": round2(b.managed_ns_per_op),
-                "unmanaged_ns_per_op": round2(b.unmanaged_ns_per_op),
-                "threads": threads,
-            });
-            println!("{v}");
-        } else {
-            println!("managed, unthrottled: {:>7.1} ns/op", b.managed_ns_per_op);
-            println!("unmanaged:            {:>7.1} ns/op", b.unmanaged_ns_per_op);
-            let one = b.threads.first().map_or(1.0, |t| t.mops);
-            for t in &b.threads {
-                println!(
-                    "{} thread(s):          {:>7.2} Mops/s ({:.2}x)",
-                    t.n,
-                    t.mops,
-                    t.mops / one
-                );
-            }
-        }
+        print!("{}", figures::stage(&b, self.json));
         Ok(0)
     }
 }
@@ -139,36 +116,11 @@ impl BenchCycleArgs {
             churn: self.churn,
             tree,
         })?;
-        if self.json {
-            let v = serde_json::json!({
-                "locals": self.locals,
-                "jobs": b.jobs,
-                "churn": self.churn,
-                "tree": self.tree,
-                "median_us": round2(b.median_us),
-                "p99_us": round2(b.p99_us),
-            });
-            println!("{v}");
-        } else {
-            let churn = if self.churn {
-                ", a job starting and one ending every cycle"
-            } else {
-                ""
-            };
-            let churn = match &self.tree {
-                Some(tree) => format!("{churn}, divided down the tree {tree}"),
-                None => churn.to_owned(),
-            };
-            println!(
-                "{} nodes, {} jobs{churn}: one cycle's computation median {:.0} µs, p99 {:.0} µs \
-                 ({:.3} µs per job; caches warm)",
-                self.locals,
-                b.jobs,
-                b.median_us,
-                b.p99_us,
-                b.median_us / b.jobs as f64,
-            );
-        }
+        let tree = self.tree.as_deref();
+        print!(
+            "{}",
+            figures::cycle(&b, self.locals, self.churn, tree, self.json)
+        );
         Ok(0)
     }
 }
@@ -188,47 +140,9 @@ impl BenchControlArgs {
             return Ok(0);
         }
         let b = bench_control::run(&options)?;
-        if self.json {
-            let v = serde_json::json!({
-                "locals": b.locals,
-                "median_us": b.median_us.map(round2),
-                "p99_us": b.p99_us.map(round2),
-                "cpu_us_per_local": round2(b.cpu_us_per_local),
-                "timeouts": b.timeouts,
-            });
-            println!("{v}");
-        } else {
-            println!(
-                "{} locals, {} cycles of {}: cycle median {}, p99 {}; \
-                 global CPU {:.2} µs per local per cycle (simulator {:.2})",
-                b.locals,
-                b.cycles,
-                self.interval,
-                ms(b.median_us),
-                ms(b.p99_us),
-                b.cpu_us_per_local,
-                b.simulator_cpu_us_per_local,
-            );
-            println!(
-                "medians from the boundary: last report sent {}, first rates {}; \
-                 {} timeout(s); rates reached at least {} locals per cycle",
-                ms(b.sent_median_us),
-                ms(b.first_median_us),
-                b.timeouts,
-                b.min_reached
-            );
-        }
+        print!("{}", figures::control(&b, &self.interval, self.json));
         Ok(0)
     }
-}
-
-/// Microseconds as milliseconds, or "none" when no cycle completed.
-fn ms(us: Option<f64>) -> String {
-    us.map_or_else(|| "none".to_owned(), |us| format!("{:.2} ms", us / 1e3))
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 /// Refuses `--locals 0` or `--cycles 0`, which would measure nothing.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use sluice_core::rule::{Rate, Unit};
 use sluice_workload::calls::callable;
+use sluice_workload::figures;
 use sluice_workload::ior::{self, Access, IorSpec, Layout};
 use sluice_workload::load::{LoadSpec, run};
 
@@ -180,27 +181,11 @@ impl LoadArgs {
         };
         let csv = self.csv;
         let report = run(&spec, |sec, n| {
-            if csv {
-                println!("{sec},{n}");
-            } else {
-                println!("{sec:>4}s {n:>10} ops/s");
-            }
+            print!("{}", figures::load_second(csv, sec, n))
         })?;
-        if !csv {
-            println!(
-                "total {} ops in {:.2} s: {:.0} ops/s",
-                report.total,
-                report.elapsed_s,
-                report.rate()
-            );
-        }
+        print!("{}", figures::load_total(csv, &report));
         Ok(0)
     }
-}
-
-/// Bytes as MiB, for reports.
-fn mib(bytes: f64) -> f64 {
-    bytes / f64::from(1 << 20)
 }
 
 impl IorArgs {
@@ -240,32 +225,9 @@ impl IorArgs {
         };
         let csv = self.csv;
         let report = ior::run(&spec, |sec, calls, bytes| {
-            if csv {
-                println!("{sec},{calls},{bytes}");
-            } else {
-                println!(
-                    "{sec:>4}s {calls:>8} calls/s {:>10.1} MiB/s",
-                    mib(bytes as f64)
-                );
-            }
+            print!("{}", figures::ior_second(csv, sec, calls, bytes));
         })?;
-        if !csv {
-            for (i, p) in report.phases.iter().enumerate() {
-                println!(
-                    "phase {}: I/O from {:.2} s for {:.2} s, {:.1} MiB at {:.1} MiB/s",
-                    i + 1,
-                    p.start_s,
-                    p.io_s,
-                    mib(p.bytes as f64),
-                    mib(p.bytes as f64) / p.io_s.max(1e-9)
-                );
-            }
-            println!(
-                "total {:.1} MiB in {:.2} s",
-                mib(report.bytes as f64),
-                report.elapsed_s
-            );
-        }
+        print!("{}", figures::ior_total(csv, &report));
         Ok(0)
     }
 }

@@ -13,7 +13,6 @@ mod daemons;
 mod demo;
 mod experiment;
 mod generate;
-mod identity;
 mod load;
 mod replay;
 mod report_cmd;

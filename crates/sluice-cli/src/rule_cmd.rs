@@ -1,13 +1,13 @@
 //! `sluice rule`: check rules before they are put to use.
 //!
-//! The checking itself is sluice-core's parser; this module only words the result for a
-//! terminal: the normal form on stdout, or the error with a caret under its column on
-//! stderr, and the exit code (0 valid, 2 invalid, like every bad input of `sluice`).
+//! The checking and its wording are sluice_control::render::rule_check's; this module
+//! holds the command line and where the answers go.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use sluice_core::rule::{FIELDS, ParseError, RulesFile, parse_rule};
+use sluice_control::render::rule_check::{check_file, check_rule};
+use sluice_core::rule::FIELDS;
 
 /// Rules: check them and see them in normal form.
 #[derive(clap::Subcommand, Debug)]
@@ -83,76 +83,6 @@ impl RuleCmd {
             RuleCmd::Admin(_) => unreachable!("run() answers the admin verbs"),
         }
     }
-}
-
-/// The prefix of every error line, so that it is clear which command complains.
-const PREFIX: &str = "sluice rule check";
-
-fn check_rule(rule: &str, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<i32> {
-    match parse_rule(rule) {
-        Ok(rule) => {
-            writeln!(out, "{rule}")?;
-            Ok(0)
-        }
-        Err(error) => {
-            writeln!(err, "{PREFIX}: {error}")?;
-            write_caret(rule, &error, err)?;
-            Ok(2)
-        }
-    }
-}
-
-/// Echoes a one-line rule and puts a caret under the error's column.
-fn write_caret(rule: &str, error: &ParseError, err: &mut dyn Write) -> io::Result<()> {
-    if rule.contains(['\n', '\r']) {
-        return Ok(());
-    }
-    // Tabs become single spaces so that the caret lines up with what is echoed.
-    let echoed = rule.replace('\t', " ");
-    writeln!(err, "  {echoed}")?;
-    writeln!(err, "  {:>width$}", "^", width = error.column_in(rule))
-}
-
-fn check_file(path: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<i32> {
-    match RulesFile::load(path) {
-        Ok(rules) => {
-            for rule in rules {
-                writeln!(out, "{rule}")?;
-            }
-            Ok(0)
-        }
-        Err(_) if is_controller_config(path) => {
-            writeln!(
-                err,
-                "{PREFIX}: {} is a controller configuration (interval, [admin], [[pool]], \
-                 [[rule]] rule = …), not a rules file: check it with `sluice config check {}`",
-                path.display(),
-                path.display()
-            )?;
-            Ok(2)
-        }
-        Err(error) => {
-            writeln!(err, "{PREFIX}: {error}")?;
-            Ok(2)
-        }
-    }
-}
-
-/// Whether `path` holds TOML with what only a controller's configuration has: its
-/// top-level settings and tables, or `[[rule]]` entries written `rule = "…"`.
-fn is_controller_config(path: &Path) -> bool {
-    let Some(table) = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| text.parse::<toml::Table>().ok())
-    else {
-        return false;
-    };
-    let settings = ["interval", "stale_after", "admin", "pool", "job"];
-    let rule_lines = table
-        .get("rule")
-        .and_then(toml::Value::as_array)
-        .is_some_and(|rules| rules.iter().any(|r| r.get("rule").is_some()));
-    rule_lines || settings.iter().any(|key| table.contains_key(*key))
 }
 
 /// The list of keys at the end of `--help`, from the same table the parser uses.

@@ -1,27 +1,26 @@
 //! `sluice run`: a command under rules, attached to the node's local controller when one
 //! listens, standalone otherwise.
 
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use sluice_core::classify::Compiled;
 use sluice_core::config::StageConfig;
-use sluice_core::rule::{Identity, Rule, RulesFile, parse_rule};
-use sluice_core::segment::MAX_RULES;
+use sluice_core::rule::{Rule, RulesFile, parse_rule};
 use sluice_core::stats::Stats;
 
+use sluice_control::launch;
 use sluice_control::launcher::{Attach, Unreachable, attach};
+use sluice_control::program::{
+    Held, Signals, find_command, preload, stage_path, start, wait_forwarding, write_stats,
+};
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
-use sluice_control::supervise::{Filter, IoUring, Supervised, Supervisor, inspect};
+use sluice_control::supervise::{IoUring, inspect};
 
 use crate::Usage;
 use crate::client::{deadline, local_socket, refused};
-use crate::identity;
 
 /// Run a command under rules.
 ///
@@ -138,16 +137,6 @@ pub struct JobSpec {
     unreachable: Unreachable,
 }
 
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn forward(sig: libc::c_int) {
-    let pid = CHILD.load(Ordering::Relaxed);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(pid, sig) };
-    }
-}
-
 impl RunArgs {
     /// Runs the command; returns its exit status (128 + signal when it was killed).
     pub fn run(&self) -> Result<i32> {
@@ -162,10 +151,7 @@ impl RunArgs {
             Attach::Attached(a) => SegmentFile::open(a.segment.clone())?,
             Attach::Absent | Attach::Unanswered(_) => self.spec.standalone_segment(&config)?,
         };
-        let mut preload = stage.display().to_string();
-        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-            preload = format!("{preload}:{}", old.to_string_lossy());
-        }
+        let preload = preload(&stage);
         let why = find_command(&self.command[0]).and_then(|p| inspect(&p).ok().flatten());
         let mut cmd = Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
@@ -206,145 +192,6 @@ impl RunArgs {
     }
 }
 
-/// A job's program started: the child, and the supervisor holding its calls when it is
-/// one the stage cannot enter.
-pub(crate) struct Held {
-    /// The program.
-    pub(crate) child: Child,
-    /// Its supervisor, when it runs under the filter.
-    pub(crate) supervisor: Option<Supervisor>,
-}
-
-/// The signals a program starts with, as an exec keeps them: this blocked mask, these
-/// signals ignored, every other at its default (bit `n - 1` for signal `n`).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Signals {
-    /// The blocked mask.
-    pub(crate) blocked: u64,
-    /// The ignored signals.
-    pub(crate) ignored: u64,
-}
-
-impl Signals {
-    /// What this process would pass on if it exec'ed the program itself: its blocked mask
-    /// and ignored signals, read before it sets handlers of its own, less SIGPIPE, which
-    /// Rust's runtime ignores in every program (a command started from a shell that
-    /// ignored SIGPIPE gets it at its default, as before).
-    pub(crate) fn of_this_process() -> Signals {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let mask = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-                .unwrap_or(0)
-        };
-        Signals {
-            blocked: mask("SigBlk:"),
-            ignored: mask("SigIgn:") & !(1 << (libc::SIGPIPE - 1)),
-        }
-    }
-}
-
-/// Starts `cmd` with `signals`; under the seccomp filter, with a supervisor admitting its
-/// calls through the job's segment at `segment`, when `supervise` (the stage cannot enter
-/// it), and with io_uring denied when `io_uring` says so. A program that cannot be started
-/// is the exit code the shells give (127 not found, 126 not runnable) and why.
-pub(crate) fn start(
-    cmd: &mut Command,
-    supervise: bool,
-    io_uring: IoUring,
-    segment: &Path,
-    uid: u32,
-    signals: Signals,
-) -> Result<Result<Held, (i32, std::io::Error)>> {
-    let (filter, port) =
-        match Filter::new(supervise, io_uring).context("cannot prepare the seccomp filter")? {
-            Some((f, port)) => (Some(f), port),
-            None => (None, None),
-        };
-    // SAFETY: the closure sets signal dispositions and the mask and installs the filter,
-    // which makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
-    unsafe {
-        cmd.pre_exec(move || {
-            as_exec(signals);
-            match &filter {
-                Some(f) => f.install(),
-                None => Ok(()),
-            }
-        })
-    };
-    let child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Err((127, e))),
-        Err(e) => return Ok(Err((126, e))),
-    };
-    CHILD.store(child.id() as i32, Ordering::Relaxed);
-    let supervisor = match port {
-        Some(port) => {
-            let listener = port
-                .receive()
-                .context("cannot receive the supervised program's listener")?
-                .context("the supervised program sent no listener")?;
-            let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
-            Some(Supervisor::start(listener, segment, uid, log)?)
-        }
-        None => None,
-    };
-    Ok(Ok(Held { child, supervisor }))
-}
-
-/// Sets every catchable signal's disposition to ignored (a bit of `ignored`) or the
-/// default, and the blocked mask to `blocked`: what an exec keeps. Async-signal-safe (a
-/// child between fork and exec): raw system calls only.
-fn as_exec(Signals { blocked, ignored }: Signals) {
-    for sig in 1..=64 {
-        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-            continue;
-        }
-        let handler = match ignored >> (sig - 1) & 1 {
-            1 => libc::SIG_IGN,
-            _ => libc::SIG_DFL,
-        };
-        // The kernel's sigaction: handler, flags, restorer, mask.
-        let act: [u64; 4] = [handler as u64, 0, 0, 0];
-        // SAFETY: a valid kernel sigaction of 8-byte masks; an invalid signal number
-        // (none of 1..=64 is) would only fail.
-        unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                sig,
-                act.as_ptr(),
-                std::ptr::null_mut::<u64>(),
-                8,
-            )
-        };
-    }
-    // SAFETY: the mask is 8 bytes, as the call is told.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigprocmask,
-            libc::SIG_SETMASK,
-            &blocked,
-            std::ptr::null_mut::<u64>(),
-            8,
-        )
-    };
-}
-
-/// Forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to `child` and waits for it: its exit
-/// code, 128 + the signal when it was killed.
-pub(crate) fn wait_forwarding(child: &mut Child) -> Result<i32> {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: `forward` is an async-signal-safe handler.
-        unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
-    }
-    let status = child.wait().context("cannot wait for the command")?;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
 impl JobSpec {
     /// Attaches to the node's local controller. A controller that does not answer in time
     /// is [`Attach::Unanswered`] after one line on stderr when the site lets the job run
@@ -369,39 +216,24 @@ impl JobSpec {
 
     /// What the local controller is told of this launcher.
     fn attach_request(&self, config: &StageConfig) -> AttachRequest {
-        let env = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok());
-        AttachRequest {
-            job: config.job.clone(),
-            user: config.user.clone().unwrap_or_default(),
-            nodes: env(&["SLURM_JOB_NUM_NODES", "SLURM_NNODES"])
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0),
-            task: env(&["SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"]).unwrap_or_default(),
-            rules: config.rules.iter().map(|s| s.rule.to_string()).collect(),
-            mounts: config.mounts.clone(),
-            fs_types: config.fs_types.clone(),
-            uid: self.job_uid(),
-            account: self
-                .account
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_ACCOUNT"]))
-                .unwrap_or_default(),
-            qos: self
-                .qos
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_QOS"]))
-                .unwrap_or_default(),
-            partition: self
-                .partition
-                .clone()
-                .or_else(|| env(&["SLURM_JOB_PARTITION"]))
-                .unwrap_or_default(),
+        let mut request = launch::attach_request(config, self.job_uid());
+        let given = [&self.account, &self.qos, &self.partition];
+        let asked = [
+            &mut request.account,
+            &mut request.qos,
+            &mut request.partition,
+        ];
+        for (given, asked) in given.into_iter().zip(asked) {
+            if let Some(g) = given {
+                g.clone_into(asked);
+            }
         }
+        request
     }
 
     /// Who the job runs as: `--uid`, else whoever runs this.
     fn job_uid(&self) -> u32 {
-        self.uid.unwrap_or_else(identity::real_uid)
+        self.uid.unwrap_or_else(launch::real_uid)
     }
 
     /// A segment of the job's own, under its own rules only, for its user, removed when
@@ -435,78 +267,15 @@ impl JobSpec {
             ))
             .into());
         }
-        if rules.len() > MAX_RULES {
-            bail!(
-                "{} rules given; a job holds at most {MAX_RULES}",
-                rules.len()
-            );
-        }
-        let exe = identity::exe_name(command).to_owned();
-        let job = identity::job_id(self.job.as_deref(), &exe);
-        let uid = self.job_uid();
-        let config = StageConfig {
-            job: job.clone(),
-            user: identity::user_name(uid),
-            mounts: self.mounts.clone(),
-            fs_types: self.fs_types.clone(),
-            rules: StageConfig::slot_in_order(rules),
-            ..StageConfig::default()
-        };
-        // Compile once here so that a bad mount or rule is reported before CMD runs.
-        let id = Identity {
-            job,
-            uid,
-            user: config.user.clone(),
-            exe,
-        };
-        let mounts = (!config.mounts.is_empty()).then_some(&config.mounts[..]);
-        Compiled::new(&config.rules, &config.pools, &[], &id, mounts).context("--mount")?;
+        let (mounts, fs_types) = (self.mounts.clone(), self.fs_types.clone());
+        let config = launch::stage_config(
+            command,
+            self.job.as_deref(),
+            self.job_uid(),
+            rules,
+            mounts,
+            fs_types,
+        )?;
         Ok(config)
     }
-}
-
-/// The stage library: `SLUICE_STAGE`, else `libsluice_stage.so` next to this binary.
-pub fn stage_path() -> Result<PathBuf> {
-    let path = match std::env::var_os("SLUICE_STAGE") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::current_exe()
-            .context("cannot find the sluice binary")?
-            .with_file_name("libsluice_stage.so"),
-    };
-    if !path.is_file() {
-        bail!(
-            "stage library {} not found (build it with `make`, or set SLUICE_STAGE)",
-            path.display()
-        );
-    }
-    Ok(path.canonicalize()?)
-}
-
-/// The file `command` runs, found as execvp would find it.
-fn find_command(command: &str) -> Option<PathBuf> {
-    if command.contains('/') {
-        return Some(PathBuf::from(command));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(command))
-        .find(|p| p.is_file())
-}
-
-/// The job's counters, and the programs supervised (one per executable: pid, exe, why).
-fn write_stats(out: &Path, stats: &Stats, supervised: &[Supervised]) -> Result<()> {
-    let mut value = serde_json::to_value(stats)?;
-    if let Some(map) = value.as_object_mut().filter(|_| !supervised.is_empty()) {
-        let list: Vec<serde_json::Value> = supervised
-            .iter()
-            .map(|s| serde_json::json!({"pid": s.pid, "exe": s.exe, "why": s.why.name()}))
-            .collect();
-        map.insert("supervised".into(), list.into());
-    }
-    let text = serde_json::to_string_pretty(&value)? + "\n";
-    if out == Path::new("-") {
-        print!("{text}");
-        return Ok(());
-    }
-    std::fs::write(out, text).with_context(|| format!("cannot write --stats {}", out.display()))
 }

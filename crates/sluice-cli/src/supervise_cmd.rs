@@ -14,7 +14,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::run::{Held, IoUringArg, Signals, start, wait_forwarding};
+use sluice_control::program::{Held, Signals, start, wait_forwarding};
+
+use crate::run::IoUringArg;
 
 /// Start a program the stage cannot enter (static, Go) under the job's budget, through
 /// seccomp. Started by the stage when a managed process execs such a program; not meant
@@ -58,7 +60,7 @@ impl SuperviseArgs {
             signals,
         )?;
         match held {
-            Ok(Held { mut child, .. }) => wait_forwarding(&mut child),
+            Ok(Held { mut child, .. }) => Ok(wait_forwarding(&mut child)?),
             Err((code, e)) => {
                 eprintln!("sluice: cannot run '{}': {e}", self.exe.display());
                 Ok(code)

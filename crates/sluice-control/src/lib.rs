@@ -23,12 +23,15 @@
 //! - [`daemon`]: both daemons as processes: sockets, ports, timers, signals.
 //! - [`segment_file`]: a job's segment as a file, changed live; [`state_lock`]: one
 //!   daemon per state directory.
-//! - [`identity`]: users and groups from the system's database.
+//! - [`identity`]: users and groups from the system's database; [`launch`]: who a job
+//!   is and what its launcher asks for.
 //! - [`site`]: the site's configuration file as a daemon starts with it (and `sluice
 //!   config check` checks it); [`audit`]: one log line and one count for every change
 //!   and every refusal.
 //! - [`supervise`]: programs the stage cannot enter (static, Go), held through a
 //!   seccomp filter whose file calls a supervisor admits through the job's segment.
+//!   [`program`]: a job's program started, its signals forwarded, its counters written.
+//! - [`render`]: admin replies as tables and lines for a terminal.
 //! - [`report`]: job reports, made when a job ends and kept for `report_retention`.
 //! - [`source`]: an automatic pool's capacity read from the file system's server (a Ceph
 //!   MDS's admin socket, a Lustre MDT's statistics).
@@ -44,10 +47,13 @@ pub mod global;
 pub mod held_file;
 pub mod http;
 pub mod identity;
+pub mod launch;
 pub mod launcher;
 pub mod link_auth;
 pub mod local;
 pub mod metrics;
+pub mod program;
+pub mod render;
 pub mod report;
 pub mod segment_file;
 pub mod site;

@@ -12,6 +12,8 @@
 //! - [`trace`]: metadata traces (CSV `second,op,rate`) read, written and summarised;
 //!   [`synth`] makes them with the statistics of a production Lustre file system.
 //! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
+//! - [`figures`]: what `sluice load` and `sluice bench` print.
+//! - [`top`]: `sluice top`'s terminal view of a controller's jobs and pools.
 //! - [`demo`]: `sluice demo`, four jobs sharing a pool with and without control, watched
 //!   live.
 //! - [`experiment`]: the scenario runner of `sluice experiment` (controllers, jobs at
@@ -42,6 +44,7 @@ pub mod calls;
 pub mod data;
 pub mod demo;
 pub mod experiment;
+pub mod figures;
 pub mod harness;
 pub mod ior;
 pub mod load;
@@ -49,4 +52,5 @@ mod meter;
 pub mod plot;
 pub mod replay;
 pub mod synth;
+pub mod top;
 pub mod trace;
