@@ -1,4 +1,4 @@
-//! Issue #2's figures: a rate is held within ±2% over 5 s however the job is built (one
+//! The stage's accuracy: a rate is held within ±2% over 5 s however the job is built (one
 //! thread, two threads, a fork()ed child, an exec()ed child), for metadata and for data,
 //! and no one-second window ever holds more than the rate plus the burst.
 //!

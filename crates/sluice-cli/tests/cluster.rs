@@ -190,7 +190,7 @@ fn a_killed_global_or_a_cut_link_leaves_rates_in_force() {
     }
 }
 
-/// Issue 28's multi-node case: a pool of 3,000 getattr/s set through a local (which asks
+/// The multi-node case: a pool of 3,000 getattr/s set through a local (which asks
 /// a global that requires a token for changes), and locals started as an administrator
 /// trying sluice on one machine would start them, without --node, so that both take the
 /// host name every namespace shares. Twenty times, job A on both nodes and job B on one of

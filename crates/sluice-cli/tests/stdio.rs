@@ -1,4 +1,4 @@
-//! Issue #10: every byte a job moves through stdio is held, and copies are judged by both
+//! Every byte a job moves through stdio is held, and copies are judged by both
 //! ends.
 //!
 //! tests/c/stdio.c calls every stdio data symbol the stage hooks and logs, per call, the

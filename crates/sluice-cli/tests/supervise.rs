@@ -1,4 +1,4 @@
-//! Issue #32: programs the stage cannot enter (statically linked, Go, raw system calls)
+//! Programs the stage cannot enter (statically linked, Go, raw system calls)
 //! are held all the same, through the supervisor: a seccomp filter sends their file
 //! calls to `sluice run`, which admits them through the job's own buckets.
 //!

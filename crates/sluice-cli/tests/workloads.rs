@@ -1,4 +1,4 @@
-//! Issue #8's workloads, as real processes under the real stage: synthetic traces hold the
+//! The workload generators, as real processes under the real stage: synthetic traces hold the
 //! published statistics and repeat for a seed; the replayer makes exactly the trace's
 //! calls at its rates, is held to a limit and ends late by its backlog; bad traces are
 //! refused with file:line; `sluice load` makes one counted call per operation, moves IOR
