@@ -47,8 +47,8 @@ const VDSO_CLOCK_GETTIME_NAME: &CStr = c"__vdso_clock_gettime";
 const VDSO_CLOCK_GETTIME_NAME: &CStr = c"__kernel_clock_gettime";
 
 /// Finds the vDSO's `clock_gettime`, so that [`clock_ns`] calls it directly: glibc's
-/// wrapper adds a call and a check to every read (a coarse read cost 6.8 ns through it
-/// and 4.2 ns without, on this project's VM). Called once at start.
+/// wrapper adds a call and a check to every read, on a path where the clock is most of
+/// the stage's cost. Called once at start.
 pub(crate) fn find_vdso_clock() {
     // SAFETY: NUL-terminated names. RTLD_NOLOAD only looks the vDSO up among the objects
     // the loader already has: nothing is loaded, nothing runs.

@@ -1,5 +1,5 @@
 //! The statics every intercepted call reads, in one page: after a system call each page a
-//! call touches costs a TLB miss (1.7 ns on this project's VM), and the compiler, left to
+//! call touches costs a TLB miss (docs/performance.md measures it), and the compiler, left to
 //! place them, spread them over two or three. The stage's state
 //! ([`State`](crate::state::State)) lives in the same page, so that a call on an
 //! unmanaged path reads no other page of the stage's data.

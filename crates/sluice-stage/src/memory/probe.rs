@@ -20,7 +20,7 @@
 //!   into each hook, each copy recording where its loads lie in the section
 //!   `sluice_probe_sites`, where the handler looks a faulting instruction up: a routine
 //!   lies on a code page of its own, and after a system call every page a call touches
-//!   costs it a TLB miss (about 1.7 ns; docs/performance.md).
+//!   costs it a TLB miss (docs/performance.md).
 //! - [`scan`]: the full lookup's pass over a path: its length and what keeps it from
 //!   normal form.
 //! - [`stream_fd`], [`readable`]: the descriptor under a `FILE*`; whether a `DIR*` can be
@@ -507,7 +507,7 @@ pub fn glance(p: *const c_char, place: &Prefix) -> Result<Glanced, Unreadable> {
         // Tested apart, behind a barrier the compiler cannot see through: it merges tests
         // of one value into a switch and lowers that to a jump table in .rodata, a page
         // nothing else on the fast path touches, and after a system call each such page
-        // costs a call about 1.7 ns (docs/performance.md).
+        // costs a call a TLB miss (docs/performance.md).
         let r = opaque(r);
         if r == APART {
             return Ok(Glanced::Compared(Stand::Apart));
