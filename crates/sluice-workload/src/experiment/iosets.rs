@@ -195,4 +195,30 @@ mod tests {
         // (18–20 s) runs alone: 20 B in 2 s.
         assert_eq!(solo_bandwidth(std::slice::from_ref(&o)), Some((10.0, 1)));
     }
+
+    #[test]
+    fn b_is_the_bandwidth_alone_without_control_when_there_is_one() {
+        let outcome = |algorithm: &str, seconds: f64| Outcome {
+            setup: algorithm.into(),
+            algorithm: algorithm.into(),
+            jobs: vec!["a".into()],
+            starts: vec![0.0],
+            ends: vec![Some(10.0)],
+            calls: BTreeMap::new(),
+            allocation: BTreeMap::new(),
+            phases: vec![phase(0, true, 0.0, seconds, 60.0)],
+            limits: vec![None],
+            desired: vec![None],
+            mds: BTreeMap::new(),
+        };
+        // A phase alone at 60 B/s without control; two controlled ones held to 20.
+        let runs = [
+            outcome("none", 1.0),
+            outcome("set10", 3.0),
+            outcome("set10", 3.0),
+        ];
+        assert_eq!(solo_bandwidth(&runs), Some((20.0, 3)));
+        assert_eq!(isolation_bandwidth(&runs), Some((60.0, 1)));
+        assert_eq!(isolation_bandwidth(&runs[1..]), Some((20.0, 2)));
+    }
 }
