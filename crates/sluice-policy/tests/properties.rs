@@ -233,6 +233,11 @@ proptest! {
             }
         }
     }
+}
+
+proptest! {
+    // Fewer cases: each runs set10's detection over up to 2,500 intervals.
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn set10_silence_bounds_a_periodic_job_from_below_and_never_above_the_default(
