@@ -63,8 +63,8 @@ pub enum PoolCmd {
         capacity: String,
         /// The algorithm dividing it: static, uniform, uniform-share, priority,
         /// priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded,
-        /// adaptbf-need, set10, reservations, drf (`sluice alloc --help`). With
-        /// --tree: drf, or leave it out.
+        /// adaptbf-need, set10, set10-silence, reservations, drf (`sluice alloc
+        /// --help`). With --tree: drf, or leave it out.
         #[arg(long, value_name = "ALGO", required_unless_present = "tree")]
         algorithm: Option<String>,
         /// An algorithm parameter, K=V (repeatable).

@@ -17,7 +17,7 @@
 //!   divides a metadata rate and a bandwidth together with [`OpsBytes`] (and one
 //!   resource by weighted max-min). Beside the published ones, sluice's variants under
 //!   names of their own: `uniform-share`, `priority-share`, `psfa-held`,
-//!   `adaptbf-bounded` and `adaptbf-need`.
+//!   `adaptbf-bounded`, `adaptbf-need` and `set10-silence`.
 //! - [`registry`]: choose an algorithm by name with [`Params`]; the table there also
 //!   says which fields each algorithm reads, which one holds a job's load, and which
 //!   [`Estimator`] (the admitted rate, the arrivals, or sluice's wait-inflated demand)

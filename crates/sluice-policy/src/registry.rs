@@ -230,7 +230,7 @@ const PRIORITY_CHOICES: &str = "rate (ops/s or bytes/s per unit of weight) or to
 
 /// Every algorithm, in the order the docs present them: each published one, then
 /// sluice's variants of it.
-pub static ALGORITHMS: [Spec; 14] = [
+pub static ALGORITHMS: [Spec; 15] = [
     Spec {
         name: "static",
         summary: "each job gets its limit",
@@ -412,6 +412,18 @@ pub static ALGORITHMS: [Spec; 14] = [
         build_ops_bytes: None,
     },
     Spec {
+        name: "set10-silence",
+        summary: "sluice's SET-10: until detected, a job's longest silence bounds its period and can place it",
+        requires: &[JobField::Arrivals],
+        limit_is_guarantee: false,
+        fixed_rate: false,
+        load: load(JobField::Arrivals, Estimator::WaitInflated),
+        params: &[],
+        sample: &[],
+        build: |_| boxed(Set10::new().with_silence_bound()),
+        build_ops_bytes: None,
+    },
+    Spec {
         name: "reservations",
         summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
         requires: &[JobField::Limit, JobField::Arrivals],
@@ -496,7 +508,7 @@ mod tests {
             Some(
                 "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, \
                  priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, \
-                 adaptbf-need, set10, reservations, drf)"
+                 adaptbf-need, set10, set10-silence, reservations, drf)"
             )
         );
         let mut params = Params::new();

@@ -1,7 +1,7 @@
 //! Invariants every algorithm keeps, over random inputs and sequences of intervals.
 
 use proptest::prelude::*;
-use sluice_policy::algo::{AdapTbf, AdapTbfNeed};
+use sluice_policy::algo::{AdapTbf, AdapTbfNeed, Set10};
 use sluice_policy::registry::{self, ALGORITHMS, Params};
 use sluice_policy::{Allocator, Observation, OpsBytes, Round};
 
@@ -230,6 +230,53 @@ proptest! {
                         prop_assert!(level(other, *other_rate) <= level(job, *rate) * (1.0 + 1e-9) + 1e-9);
                     }
                 }
+            }
+        }
+    }
+}
+
+proptest! {
+    // Fewer cases: each runs set10's detection over up to 2,500 intervals.
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn set10_silence_bounds_a_periodic_job_from_below_and_never_above_the_default(
+        compute in 1..600u64,
+        io in 1..40u64,
+        offset in 0..640u64,
+        cycles in 1..4u64,
+    ) {
+        // A job of period compute + io intervals of 100 ms, started `offset` intervals
+        // into a cycle, beside a job of known period 10 ms (priority 100) asking for
+        // the whole pool: the job's rate is 100 · p / (100 + p), p its set's priority.
+        let dt = 0.1;
+        let period = compute + io;
+        let offset = offset % period;
+        let mut silence = Set10::new().with_silence_bound();
+        for t in 0..cycles * period + offset {
+            let busy = (t + offset) % period >= compute;
+            let jobs = [
+                Observation { period_s: Some(0.01), ..Observation::new("k", 0.0, 0.0, 100.0) },
+                Observation::new("j", 0.0, 0.0, if busy { 100.0 } else { 0.0 }),
+            ];
+            let rates = silence.allocate(&Round::new(100.0, dt, &jobs).expect("valid round"));
+            let longest = silence.longest_silence("j").expect("seen");
+            // Its silences are its compute phases, the first perhaps cut short: the
+            // bound never passes the period, and is the compute phase once one whole
+            // one has ended.
+            prop_assert!(longest <= compute);
+            if t >= compute + period - offset {
+                prop_assert_eq!(longest, compute);
+            }
+            if busy && silence.detection("j").1.is_none() {
+                let decade = ((longest as f64 * dt).log10().round()) as i32;
+                let bound = 10f64.powi(-decade);
+                let p = if longest > 0 && bound < 1.0 / 50.0 { bound } else { 1.0 / 50.0 };
+                prop_assert!((rates[1] - 100.0 * p / (100.0 + p)).abs() < 1e-9, "t {} {:?}", t, rates);
+                // Never a higher priority than the default, nor a lower one than its
+                // true set's (it is placed no later in the order than it belongs).
+                let true_set = ((period as f64 * dt).log10().round()) as i32;
+                prop_assert!(p <= 1.0 / 50.0 && p >= 10f64.powi(-true_set).min(1.0 / 50.0));
             }
         }
     }

@@ -32,10 +32,15 @@ const UNKNOWN_PRIORITY: f64 = 1.0 / 50.0;
 /// ([`Detection::bounds`]) fall in one decade, the job forms a set of its own with
 /// priority 1/50. The set is all SET-10 needs of a period, so a detection acts as soon
 /// as its set is certain, even while its period is not yet precise.
+///
+/// [`Set10::with_silence_bound`] builds sluice's variant, `set10-silence`: see there.
 #[derive(Debug, Clone, Default)]
 pub struct Set10 {
     interval: u64,
     jobs: BTreeMap<String, Track>,
+    /// Whether a job not yet detected is placed by the bound its silences set on its
+    /// period (`set10-silence`).
+    silence_bound: bool,
 }
 
 /// What SET-10 remembers of one job.
@@ -54,6 +59,10 @@ struct Track {
     /// The last detection, whatever its confidence, and when detection last ran.
     last: Option<Detection>,
     last_detection: Option<u64>,
+    /// Intervals without arrivals since its last one (or since it was first seen).
+    idle_run: u64,
+    /// The longest such run that has ended: a lower bound on its period.
+    longest_idle: u64,
 }
 
 /// A group of jobs: a decade of periods, or one job of unknown period.
@@ -78,6 +87,32 @@ impl Set10 {
         Set10::default()
     }
 
+    /// sluice's `set10-silence`: as SET-10, but a job whose period is neither given nor
+    /// yet detected with confidence is placed by a lower bound on its period, the
+    /// longest run of intervals it has gone without I/O (since it was first seen, or
+    /// between two of its I/O phases), whenever the set that bound proves it to be in
+    /// or beyond has a priority below the 1/50 of a job of unknown period. A periodic
+    /// job computes at least that long between phases, so its period is at least the
+    /// bound and its set at least round(log₁₀ bound); the bound only ever lowers a job
+    /// below the published default, never raises it above (a busy job with short gaps
+    /// keeps 1/50). The published SET-10 (with FTIO) waits for the first prediction;
+    /// a job of period 38.4 s at 100 ms is detected with confidence only after two
+    /// to five of its periods, whereas its first silence of 36 s already fixes its set.
+    pub fn with_silence_bound(mut self) -> Self {
+        self.silence_bound = true;
+        self
+    }
+
+    /// The period `set10-silence` places a job by while none is given or detected:
+    /// its longest silence in seconds, when that puts it below the unknown priority.
+    fn silence_period(&self, longest_idle: u64, dt: f64) -> Option<f64> {
+        if !self.silence_bound || longest_idle == 0 {
+            return None;
+        }
+        let bound = longest_idle as f64 * dt;
+        (SetKey::Decade(decade(bound)).priority() < UNKNOWN_PRIORITY).then_some(bound)
+    }
+
     /// The last period detected for `job` (whatever its confidence), and the period
     /// SET-10 acts on for it; `None`s for a job whose period is given or not yet found.
     pub fn detection(&self, job: &str) -> (Option<Detection>, Option<f64>) {
@@ -86,31 +121,47 @@ impl Set10 {
             .map_or((None, None), |t| (t.last, t.detected))
     }
 
+    /// The longest run of intervals `job` has gone without I/O between its first
+    /// observation and its last I/O phase (what `set10-silence` bounds its period by);
+    /// `None` for a job not seen.
+    pub fn longest_silence(&self, job: &str) -> Option<u64> {
+        self.jobs.get(job).map(|t| t.longest_idle)
+    }
+
     /// Brings one job's memory up to this interval; returns its known period and the
     /// interval its current I/O phase started in.
     fn observe(&mut self, job: &Observation, dt: f64) -> (Option<f64>, u64) {
         let now = self.interval;
         if !self.jobs.contains_key(&job.id) {
-            // Cloning the id only for a job seen for the first time.
-            self.jobs.insert(job.id.clone(), Track::default());
+            // Cloning the id only for a job seen for the first time; the intervals
+            // before it was were not idle intervals of its own.
+            let track = Track {
+                last_seen: now.saturating_sub(1),
+                ..Track::default()
+            };
+            self.jobs.insert(job.id.clone(), track);
         }
         let Some(track) = self.jobs.get_mut(&job.id) else {
             return (job.period_s, now);
         };
         let arrivals = job.arrivals;
+        // Intervals the job was absent from were intervals without activity.
+        let gap = now.saturating_sub(track.last_seen).saturating_sub(1);
         if arrivals > 0.0 {
             if track.last_active.is_none_or(|at| at + 1 != now) {
                 track.phase_start = now;
             }
             track.last_active = Some(now);
+            track.longest_idle = track.longest_idle.max(track.idle_run + gap);
+            track.idle_run = 0;
+        } else {
+            track.idle_run += gap + 1;
         }
         if job.period_s.is_some() {
             track.history = History::new();
             track.last_seen = now;
             return (job.period_s, track.phase_start);
         }
-        // Intervals the job was absent from were intervals without activity.
-        let gap = now.saturating_sub(track.last_seen).saturating_sub(1);
         track
             .history
             .push_idle(usize::try_from(gap).unwrap_or(usize::MAX));
@@ -129,7 +180,10 @@ impl Set10 {
                 }
             }
         }
-        (track.detected, track.phase_start)
+        let (detected, longest_idle, phase_start) =
+            (track.detected, track.longest_idle, track.phase_start);
+        let period = detected.or_else(|| self.silence_period(longest_idle, dt));
+        (period, phase_start)
     }
 }
 
@@ -259,5 +313,85 @@ mod tests {
         // Placed within five of its periods, and never before its set was certain.
         assert!(placed.is_some_and(|t| t <= 5 * 384), "{placed:?}");
         assert_eq!(set10.detection("k"), (None, None));
+    }
+
+    /// IO-SETS' scaled low-frequency job at 100-ms intervals: 360 intervals of compute,
+    /// then 24 of I/O.
+    fn lf_busy(t: u64) -> bool {
+        t % 384 >= 360
+    }
+
+    #[test]
+    fn set10_silence_places_a_long_period_at_its_first_phase() {
+        let mut published = Set10::new();
+        let mut silence = Set10::new().with_silence_bound();
+        for t in 0..=360u64 {
+            let lf = if lf_busy(t) { 100.0 } else { 0.0 };
+            let jobs = [
+                job("k", 100.0, Some(1.0)),
+                job("lf1", lf, None),
+                job("lf2", lf, None),
+            ];
+            let round = Round::new(100.0, 0.1, &jobs).expect("valid round");
+            let p = published.allocate(&round);
+            let s = silence.allocate(&round);
+            if t == 360 {
+                // Published: each job of unknown period a set of its own at 1/50, the
+                // two sharing what k leaves.
+                let alone = 100.0 * 0.02 / 1.04;
+                assert!(
+                    (p[1] - alone).abs() < 1e-9 && (p[2] - alone).abs() < 1e-9,
+                    "{p:?}"
+                );
+                // 36 s of silence: period ≥ 36 s, set 2 (priority 1/100): one set,
+                // exclusive inside, k's set 0 first.
+                let set2 = 100.0 * 0.01 / 1.01;
+                assert!((s[1] - set2).abs() < 1e-9 && s[2] == 0.0, "{s:?}");
+            }
+        }
+        assert_eq!(silence.longest_silence("lf1"), Some(360));
+        assert_eq!(
+            silence.detection("lf1").1,
+            None,
+            "placed by its silence, not detected"
+        );
+    }
+
+    #[test]
+    fn set10_silence_never_raises_a_job_above_the_unknown_priority() {
+        // Busy with one idle interval in four (bound 0.1 s: set −1), and a job of
+        // period 2 s (set 0): both keep the published 1/50 until detected.
+        let mut silence = Set10::new().with_silence_bound();
+        for t in 0..20u64 {
+            let busy = if t % 4 == 3 { 0.0 } else { 100.0 };
+            let periodic = if t % 20 == 19 { 100.0 } else { 0.0 };
+            let jobs = [
+                job("k", 100.0, Some(1.0)),
+                job("busy", busy, None),
+                job("p", periodic, None),
+            ];
+            let rates = silence.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
+            if t == 19 {
+                let alone = 100.0 * 0.02 / 1.02;
+                assert!((rates[2] - alone).abs() < 1e-9, "{rates:?}");
+            }
+            if t == 4 {
+                let alone = 100.0 * 0.02 / 1.02;
+                assert!((rates[1] - alone).abs() < 1e-9, "{rates:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_job_first_seen_late_has_no_silence_before_it() {
+        let mut silence = Set10::new().with_silence_bound();
+        for _ in 0..500 {
+            let jobs = [job("k", 100.0, Some(1.0))];
+            silence.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
+        }
+        let jobs = [job("k", 100.0, Some(1.0)), job("late", 100.0, None)];
+        let rates = silence.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
+        assert_eq!(silence.longest_silence("late"), Some(0));
+        assert!((rates[1] - 100.0 * 0.02 / 1.02).abs() < 1e-9, "{rates:?}");
     }
 }

@@ -326,6 +326,20 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
         }
         let base = out.join(file_name(&o.setup));
         write(&base.with_extension("csv"), &csv)?;
+        if !o.phases.is_empty() {
+            // Each data process's phases, from which IO-SETS' measures can be taken
+            // again with another B or frame.
+            let mut phases = String::from("job,process,io,start,end,bytes\n");
+            for p in &o.phases {
+                let _ = writeln!(
+                    phases,
+                    "{},{},{},{:.3},{:.3},{:.0}",
+                    o.jobs[p.job], p.process, p.io, p.start, p.end, p.bytes
+                );
+            }
+            let name = format!("{}-phases.csv", file_name(&o.setup));
+            write(&out.join(name), &phases)?;
+        }
         let series = o
             .jobs
             .iter()
@@ -372,8 +386,10 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             &[panel],
         )?;
     }
-    // IO-SETS' B, once for all set-ups, as the paper takes it over all its runs.
-    let (bandwidth, solo) = iosets::solo_bandwidth(outcomes).unwrap_or((capacity, 0));
+    // IO-SETS' B, once for all set-ups, as the paper takes it over all its runs: the
+    // bandwidth a job sees in isolation, from the phases alone of the set-ups without
+    // control when there are any (iosets::isolation_bandwidth says why).
+    let (bandwidth, solo) = iosets::isolation_bandwidth(outcomes).unwrap_or((capacity, 0));
     let summary = Summary {
         scenario: sc.name.clone(),
         capacity,
