@@ -5,7 +5,7 @@
  * tasks in turn, static and dynamic interleaved: each calls slurm_spank_task_init, then
  * execs its program (tests/c/bench_loop.c, making one stat). Prints, per task, "KIND NS": the time task_init took in the task.
  *
- * Usage: spank_task PLUGIN SOCKET STATIC DYNAMIC ROUNDS
+ * Usage: spank_task PLUGIN SOCKET STATIC DYNAMIC ROUNDS supervise=on|off
  * (cc -O2 -rdynamic -o spank_task spank_task.c -ldl; see spank_task.sh)
  */
 #define _GNU_SOURCE
@@ -92,8 +92,8 @@ static uint64_t now(void) {
 typedef int (*hook)(void *, int, char **);
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: spank_task PLUGIN SOCKET STATIC DYNAMIC ROUNDS\n");
+    if (argc != 7) {
+        fprintf(stderr, "usage: spank_task PLUGIN SOCKET STATIC DYNAMIC ROUNDS supervise=on|off\n");
         return 2;
     }
     /* A controller that never answers: the step runs standalone, with a segment. */
@@ -116,8 +116,8 @@ int main(int argc, char **argv) {
     hook fini = (hook)dlsym(plugin, "slurm_spank_exit");
     char sock[300];
     snprintf(sock, sizeof sock, "socket=%s", argv[2]);
-    char *args[] = {"default=on", sock, "deadline=200ms", "report=off"};
-    if (init(NULL, 4, args) || post(NULL, 0, NULL)) {
+    char *args[] = {"default=on", sock, "deadline=200ms", "report=off", argv[6]};
+    if (init(NULL, 5, args) || post(NULL, 0, NULL)) {
         fprintf(stderr, "the plugin did not set the step up\n");
         return 1;
     }

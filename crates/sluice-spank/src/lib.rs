@@ -450,9 +450,8 @@ pub unsafe extern "C" fn slurm_spank_task_init(
     let Some(program) = (unsafe { task::program(sp) }) else {
         return 0;
     };
-    let why = match sluice_control::supervise::inspect(&program) {
-        Ok(Some(why)) => why,
-        _ => return 0,
+    let Some(why) = task::inspect(&program) else {
+        return 0;
     };
     // SAFETY: as above.
     let job = unsafe { item(sp, ffi::JOB_ID) }.unwrap_or(0);

@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sluice_control::supervise::{Filter, IoUring};
+use sluice_control::supervise::{Filter, IoUring, Why};
 
 use crate::ffi::{self, Spank};
 
@@ -61,6 +61,67 @@ pub(crate) unsafe fn program(sp: Spank) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(arg0))
         .find(|p| executable(p))
+}
+
+/// Why the stage cannot enter the program `path` (`None`: it can, or it is no ELF
+/// executable). Every task pays this, so its headers are read through two cached pages:
+/// the section headers and their names each lie in a page or two, where a read per field
+/// would make a hundred system calls of a dynamic program's forty sections.
+pub(crate) fn inspect(path: &Path) -> Option<Why> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut pages = Pages::default();
+    sluice_core::elf::inspect(|at, buf| pages.read(&file, at, buf))
+}
+
+/// Two pages of a file, the older replaced on a miss.
+#[derive(Default)]
+struct Pages {
+    slot: [Option<Page>; 2],
+    older: usize,
+}
+
+/// One page of a file: its number, the bytes read of it (fewer at the end), the bytes.
+struct Page(u64, usize, Box<[u8; PAGE]>);
+
+const PAGE: usize = 4096;
+
+impl Pages {
+    /// Fills `buf` from `file` at `at`; false past its end.
+    fn read(&mut self, file: &std::fs::File, at: u64, buf: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt as _;
+        let (page, off) = (at / PAGE as u64, (at % PAGE as u64) as usize);
+        if off + buf.len() > PAGE {
+            return file.read_exact_at(buf, at).is_ok();
+        }
+        let hit = self
+            .slot
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|p| p.0 == page));
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let i = self.older;
+                let mut data = Box::new([0u8; PAGE]);
+                let mut len = 0;
+                while len < PAGE {
+                    match file.read_at(&mut data[len..], page * PAGE as u64 + len as u64) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => len += n,
+                    }
+                }
+                self.slot[i] = Some(Page(page, len, data));
+                i
+            }
+        };
+        self.older = 1 - i;
+        match &self.slot[i] {
+            Some(Page(_, len, data)) if off + buf.len() <= *len => {
+                buf.copy_from_slice(&data[off..off + buf.len()]);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Whether `path` is a file this process may execute.
