@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the Slurm plugin adds to a task's start (issue 32): slurm_spank_task_init timed in
+# What the Slurm plugin adds to a task's start: slurm_spank_task_init timed in
 # the task's process, outside Slurm (tests/bench/spank_task.c stands in for slurmstepd),
 # for a static task (the plugin starts its supervisor and installs the filter) and a
 # dynamic one (one look at its ELF headers), interleaved, ROUNDS of each (default 41);
