@@ -637,7 +637,7 @@ fn last_job(slurm: &Slurm) -> String {
         .to_string()
 }
 
-/// Issue #32: a task whose program is static (the stage cannot enter it) is held all the
+/// A task whose program is static (the stage cannot enter it) is held all the
 /// same, by a supervisor the plugin starts for it: its stat loop runs at the job's rule's
 /// rate, every call counted in the job's report, and its exit status and output are its
 /// own. Without the `sluice` binary beside the stage, the task runs unheld (and slurmd's
@@ -706,6 +706,41 @@ fn a_static_task_is_held_by_a_supervisor_of_its_own() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("usage: rate MODE FILE OUTDIR MS"),
         "{o:?}"
+    );
+    // A user's task: its supervisor runs as that user (the log it writes is theirs).
+    let user = TestUser::create();
+    let mine = tmp_dir();
+    open_to_all(work.path(), 0o755);
+    open_to_all(mine.path(), 0o777);
+    let log = path_str(&mine.path().join("supervisor.log"));
+    let o = slurm.cmd(
+        "srun",
+        &[
+            "--uid",
+            &user.name,
+            &format!("--export=ALL,SLUICE_LOG={log}"),
+            "-n1",
+            &option,
+            &rate,
+            "one",
+            &file,
+            &path_str(mine.path()),
+            "1000",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}\n{}", slurm.log("slurmd.log"));
+    let theirs = steady_rate(&common::daemons::call_times(mine.path()), 20);
+    assert!(
+        (RATE * 0.9..=RATE * 1.02).contains(&theirs),
+        "{}'s static task ran at {theirs:.1}/s",
+        user.name
+    );
+    let meta = std::fs::metadata(&log).expect("the supervisor's log line");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        user.uid,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
     );
     // Without `sluice` beside the stage: the task runs, unheld, and the log says why.
     let lone = tmp_dir();
