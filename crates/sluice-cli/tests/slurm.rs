@@ -617,3 +617,148 @@ fn a_slurm_jobs_report_is_in_its_admin_comment() {
         "{report}"
     );
 }
+
+/// Calls per second after the first `skip` of the sorted call times `times` (ns).
+fn steady_rate(times: &[u64], skip: usize) -> f64 {
+    let n = times.len();
+    assert!(n > skip + 10, "too few calls: {n}");
+    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / 1e9)
+}
+
+/// The id of the last job this Slurm ran.
+fn last_job(slurm: &Slurm) -> String {
+    let shown = slurm.cmd("scontrol", &["show", "job", "-o"]);
+    let text = String::from_utf8_lossy(&shown.stdout).into_owned();
+    text.split_whitespace()
+        .filter_map(|w| w.strip_prefix("JobId="))
+        .filter_map(|j| j.parse::<u64>().ok())
+        .max()
+        .unwrap_or_else(|| panic!("no job in {text}"))
+        .to_string()
+}
+
+/// A task whose program is static (the stage cannot enter it) is held all the
+/// same, by a supervisor the plugin starts for it: its stat loop runs at the job's rule's
+/// rate, every call counted in the job's report, and its exit status and output are its
+/// own. Without the `sluice` binary beside the stage, the task runs unheld (and slurmd's
+/// log says why), never failed.
+#[test]
+fn a_static_task_is_held_by_a_supervisor_of_its_own() {
+    const RATE: f64 = 2000.0;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    // A pool wide enough never to hold the job: it counts the job's getattr calls.
+    let local = Local::start(
+        dir.path(),
+        "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"1M/s\"\nalgorithm = \"psfa\"\n",
+        &["--node", "n1"],
+        None,
+    );
+    let slurm_dir = tmp_dir();
+    // Only the stat loop's file is managed: the program's own output (whose stdio makes
+    // an fstat) is not, so that the count is that of the loop.
+    let (work, out) = (tmp_dir(), tmp_dir());
+    let mount = format!("mount={}", path_str(work.path()));
+    let slurm = Slurm::start(slurm_dir.path(), &plugin_args(&local, &mount), "");
+    let rules = work.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nmatch = \"op=getattr\"\nrate = \"2k/s\"\n",
+    )
+    .unwrap();
+    let option = format!("--sluice={}", path_str(&rules));
+    let file = path_str(&work.path().join("f"));
+    std::fs::write(&file, "x").unwrap();
+    let rate = common::c_prog_with("rate", &["-static"]);
+    // The static stat loop as a task of its own step for `ms`; its call times.
+    let stat_loop = |out: &Path, ms: &str| {
+        let out = path_str(out);
+        let o = slurm.cmd("srun", &["-n1", &option, &rate, "one", &file, &out, ms]);
+        assert!(o.status.success(), "{o:?}\n{}", slurm.log("slurmd.log"));
+        common::daemons::call_times(Path::new(&out))
+    };
+    let times = stat_loop(out.path(), "3000");
+    let job = last_job(&slurm);
+    let calls = times.len() as u64;
+    // The burst: 10 ms of the rate.
+    let steady = steady_rate(&times, 20);
+    eprintln!("job {job}: {calls} calls, {steady:.1} stats/s after the burst");
+    // Held: never above the rate (2%: the issue's bound). Below it by at most 10%: each
+    // supervised call waits for two switches between program and supervisor, which a
+    // machine loaded by other builds delays (tests/supervise.rs measures 2% both ways).
+    assert!(
+        (RATE * 0.9..=RATE * 1.02).contains(&steady),
+        "a static task ran at {steady:.1}/s under op=getattr rate=2k/s: {}",
+        slurm.log("slurmd.log")
+    );
+    let mut report = serde_json::Value::Null;
+    let reported = wait_for(Duration::from_secs(20), || {
+        let o = local.admin(&["report", &job, "--json"]);
+        report = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        o.status.success()
+    });
+    assert!(reported, "no report of job {job}: {report}");
+    assert_eq!(report["pools"]["md"]["calls"], calls, "{report}");
+    // Its exit status and output are its own: a usage error, as natively.
+    let o = slurm.cmd("srun", &["-n1", &option, &rate]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("usage: rate MODE FILE OUTDIR MS"),
+        "{o:?}"
+    );
+    // A user's task: its supervisor runs as that user (the log it writes is theirs).
+    let user = TestUser::create();
+    let mine = tmp_dir();
+    open_to_all(work.path(), 0o755);
+    open_to_all(mine.path(), 0o777);
+    let log = path_str(&mine.path().join("supervisor.log"));
+    let o = slurm.cmd(
+        "srun",
+        &[
+            "--uid",
+            &user.name,
+            &format!("--export=ALL,SLUICE_LOG={log}"),
+            "-n1",
+            &option,
+            &rate,
+            "one",
+            &file,
+            &path_str(mine.path()),
+            "1000",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}\n{}", slurm.log("slurmd.log"));
+    let theirs = steady_rate(&common::daemons::call_times(mine.path()), 20);
+    assert!(
+        (RATE * 0.9..=RATE * 1.02).contains(&theirs),
+        "{}'s static task ran at {theirs:.1}/s",
+        user.name
+    );
+    let meta = std::fs::metadata(&log).expect("the supervisor's log line");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        user.uid,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // Without `sluice` beside the stage: the task runs, unheld, and the log says why.
+    let lone = tmp_dir();
+    let stage = lone.path().join("libsluice_stage.so");
+    std::fs::copy(common::stage_lib(), &stage).unwrap();
+    write_plugstack(
+        slurm_dir.path(),
+        &plugin_args(&local, &format!("{mount} stage={}", path_str(&stage))),
+    );
+    let fast = tmp_dir();
+    let times = stat_loop(fast.path(), "500");
+    let unheld = steady_rate(&times, 20);
+    assert!(unheld > 3.0 * RATE, "unheld at {unheld:.0}/s");
+    let log = slurm.log("slurmd.log");
+    assert!(
+        log.lines().any(|l| l.contains(&rate)
+            && l.contains("(static), which the stage cannot enter, unheld: ")
+            && l.contains("/sluice is missing")),
+        "slurmd's log does not say why the task ran unheld: {log}"
+    );
+}

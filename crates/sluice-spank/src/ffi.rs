@@ -22,6 +22,9 @@ pub const JOB_NNODES: c_int = 4;
 /// `S_JOB_LOCAL_TASK_COUNT` (`uint32_t *`): the step's tasks on this node.
 pub const JOB_LOCAL_TASK_COUNT: c_int = 6;
 
+/// `S_JOB_ARGV` (`int *`, `char ***`): in a task, the task's own arguments.
+pub const JOB_ARGV: c_int = 9;
+
 /// `ESPANK_SUCCESS`.
 pub const SUCCESS: c_int = 0;
 
@@ -64,4 +67,6 @@ unsafe extern "C" {
     pub fn slurm_error(fmt: *const c_char, ...);
     /// Logs a line at info level.
     pub fn slurm_info(fmt: *const c_char, ...);
+    /// Logs a line at debug level.
+    pub fn slurm_debug(fmt: *const c_char, ...);
 }

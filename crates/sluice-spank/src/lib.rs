@@ -10,6 +10,11 @@
 //! inside the job joins it as one of its processes. The stage itself stays socket-free:
 //! the connection is slurmstepd's.
 //!
+//! A task whose program is statically linked or written in Go (the stage cannot enter
+//! it) is held through seccomp by a supervisor of its own, started in the task's process
+//! just before Slurm execs the program (`slurm_spank_task_init`, [`task`]); a dynamic
+//! task pays one look at its program's ELF headers.
+//!
 //! When a step's last task on a node exits, the plugin lets the job go there and, when that
 //! ended the job everywhere, puts its report's one line (`sluice report`) in the job's
 //! AdminComment.
@@ -23,6 +28,7 @@
 
 mod ffi;
 pub mod settings;
+mod task;
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::path::PathBuf;
@@ -100,6 +106,12 @@ static HELD: Mutex<Option<Held>> = Mutex::new(None);
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic aborts (panic=abort), so a poisoned lock cannot be seen; never panic here.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn debug(msg: &str) {
+    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: Slurm's logging function, with a format that takes one string.
+    unsafe { ffi::slurm_debug(c"sluice: %s".as_ptr(), msg.as_ptr()) };
 }
 
 fn log(error: bool, msg: &str) {
@@ -400,6 +412,84 @@ fn beside_plugin() -> PathBuf {
         false => PathBuf::from("/usr/lib/sluice/libsluice_spank.so"),
     };
     me.with_file_name("libsluice_stage.so")
+}
+
+/// In each task's process, as its user, just before Slurm execs its program: when the
+/// step is held (attached, or standalone) and the program is one the stage cannot enter
+/// (static, Go), starts its supervisor and puts the task under the seccomp filter. Never
+/// fails the task: one that cannot be supervised runs unheld, and slurmd's log says why.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_task_init(
+    sp: Spank,
+    _ac: c_int,
+    _av: *const *const c_char,
+) -> c_int {
+    // SAFETY: no arguments.
+    if unsafe { ffi::spank_context() } != ffi::CTX_REMOTE {
+        return 0;
+    }
+    // This process was forked from slurmstepd: its copies of the locks are free unless
+    // another thread held one at the fork, which is not waited for.
+    let segment = match HELD.try_lock() {
+        Ok(held) => match held.as_ref() {
+            Some(h) => h.segment().to_owned(),
+            None => return 0,
+        },
+        Err(_) => return 0,
+    };
+    let Some(site) = SITE.try_lock().ok().and_then(|s| s.clone()) else {
+        return 0;
+    };
+    if !site.supervise {
+        return 0;
+    }
+    // SAFETY: `sp` is Slurm's handle, in the task.
+    let Some(program) = (unsafe { task::program(sp) }) else {
+        return 0;
+    };
+    let Some(why) = task::inspect(&program) else {
+        return 0;
+    };
+    // SAFETY: as above.
+    let job = unsafe { item(sp, ffi::JOB_ID) }.unwrap_or(0);
+    // SAFETY: as above.
+    let env_of = |name: &CStr| unsafe { getenv(sp, name) };
+    let stage = site.stage.clone().unwrap_or_else(beside_plugin);
+    let sluice = stage.with_file_name("sluice");
+    let io_uring = task::io_uring_of(env_of(c"SLUICE_IO_URING").as_deref());
+    let pid = std::process::id();
+    // SAFETY: this is the task's process, before the exec.
+    match unsafe {
+        task::supervise(
+            &sluice,
+            &segment,
+            io_uring,
+            env_of(c"SLUICE_LOG"),
+            site.deadline,
+        )
+    } {
+        Ok(supervisor) => {
+            // Its descendants are under the filter already: the stage in them starts no
+            // supervisor of its own.
+            // SAFETY: as above.
+            let _ = unsafe { setenv(sp, c"SLUICE_SUPERVISED", "1") };
+            debug(&format!(
+                "job {job}: task pid {pid} runs {} ({why}): its file calls are held through seccomp by supervisor pid {supervisor}",
+                program.display()
+            ));
+        }
+        Err(e) => log(
+            false,
+            &format!(
+                "job {job}: task pid {pid} runs {} ({why}), which the stage cannot enter, unheld: {e}",
+                program.display()
+            ),
+        ),
+    }
+    0
 }
 
 /// When the step ends, in slurmstepd: detaches it (closing the connection), or removes

@@ -11,7 +11,7 @@ use sluice_core::rule::{Rule, RulesFile};
 
 /// The keys plugstack.conf may give, for error messages.
 const KEYS: &str =
-    "default, socket, stage, mount, fs-type, deadline, unreachable, report, scontrol";
+    "default, socket, stage, mount, fs-type, deadline, unreachable, report, scontrol, supervise";
 
 /// How long a step's end waits for the job's report unless `report=` says: a few of the
 /// local's default intervals (the local reaps the job at its next one).
@@ -43,6 +43,9 @@ pub struct Site {
     pub report: Option<Duration>,
     /// The `scontrol` that sets AdminComment (`scontrol=`).
     pub scontrol: PathBuf,
+    /// Whether a task whose program is static or Go is held through seccomp by a
+    /// supervisor of its own (`supervise=on`, the default) or runs unheld (`off`).
+    pub supervise: bool,
 }
 
 impl Default for Site {
@@ -57,6 +60,7 @@ impl Default for Site {
             unreachable: Unreachable::default(),
             report: Some(DEFAULT_REPORT_WAIT),
             scontrol: PathBuf::from("/usr/bin/scontrol"),
+            supervise: true,
         }
     }
 }
@@ -106,6 +110,13 @@ impl Site {
                     }
                 }
                 "scontrol" => site.scontrol = absolute(key, value)?,
+                "supervise" => {
+                    site.supervise = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => bail!("plugstack.conf: supervise={value}: expected on or off"),
+                    }
+                }
                 _ => bail!("plugstack.conf: unknown key '{key}' (keys: {KEYS})"),
             }
         }
@@ -168,8 +179,10 @@ mod tests {
             "unreachable=refuse",
             "report=off",
             "scontrol=/opt/slurm/bin/scontrol",
+            "supervise=off",
         ])
         .unwrap();
+        assert!(!site.supervise && Site::default().supervise);
         assert_eq!(site.report, None);
         assert_eq!(site.scontrol, PathBuf::from("/opt/slurm/bin/scontrol"));
         assert_eq!(
@@ -195,6 +208,7 @@ mod tests {
             "unreachable=wait",
             "report=later",
             "scontrol=scontrol",
+            "supervise=maybe",
         ] {
             let e = Site::parse([bad]).unwrap_err().to_string();
             assert!(e.starts_with("plugstack.conf: "), "{bad}: {e}");

@@ -10,6 +10,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixDatagram;
+use std::time::{Duration, Instant};
 
 use super::calls::CALLS;
 
@@ -187,12 +188,81 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// Waits at most `deadline` for a supervisor in another process to say it is ready
+    /// ([`ListenerPort::ready`]): its pid, or `None` when it said it cannot or said
+    /// nothing in time (then the filter must not be installed).
+    pub fn wait_ready(&self, deadline: Duration) -> std::io::Result<Option<u32>> {
+        let Some(sock) = &self.child_end else {
+            return Ok(None);
+        };
+        if !readable(sock.as_raw_fd(), deadline)? {
+            return Ok(None);
+        }
+        let mut pid = [0u8; 4];
+        match sock.recv(&mut pid) {
+            Ok(4) => Ok(Some(u32::from_ne_bytes(pid)).filter(|&p| p > 0)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl ListenerPort {
     /// The listener sent by the child, once it has installed the filter; `None` when
     /// the child never did (it failed before, or the filter needs no listener).
     /// The child has sent it by the time it execs, so this never waits.
     pub fn receive(self) -> std::io::Result<Option<OwnedFd>> {
         recv_fd(self.0.as_raw_fd())
+    }
+
+    /// The port as a descriptor, for a supervisor in another process (it inherits it
+    /// across exec and takes it back with [`ListenerPort::from_fd`]).
+    pub fn into_fd(self) -> OwnedFd {
+        self.0.into()
+    }
+
+    /// The port handed over as `fd` by [`ListenerPort::into_fd`].
+    pub fn from_fd(fd: OwnedFd) -> ListenerPort {
+        ListenerPort(UnixDatagram::from(fd))
+    }
+
+    /// Tells the process that will install the filter ([`Filter::wait_ready`]) that the
+    /// supervisor `pid` serves it (0: that it cannot): a process that is not its
+    /// launcher's child installs the filter only once a supervisor is there to take
+    /// the listener, since a listener nobody holds fails every call it stops (ENOSYS).
+    pub fn ready(&self, pid: u32) -> std::io::Result<()> {
+        self.0.send(&pid.to_ne_bytes()).map(drop)
+    }
+
+    /// The listener, once the filter's process sent it, waiting at most `deadline`.
+    pub fn receive_within(self, deadline: Duration) -> std::io::Result<Option<OwnedFd>> {
+        match readable(self.0.as_raw_fd(), deadline)? {
+            true => recv_fd(self.0.as_raw_fd()),
+            false => Ok(None),
+        }
+    }
+}
+
+/// Whether `fd` became readable within `deadline` (interrupted waits resume with what is
+/// left of it).
+fn readable(fd: RawFd, deadline: Duration) -> std::io::Result<bool> {
+    let end = Instant::now() + deadline;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one pollfd, ours.
+        match unsafe { libc::poll(&mut p, 1, ms) } {
+            n if n > 0 => return Ok(p.revents & libc::POLLIN != 0),
+            0 => return Ok(false),
+            _ if errno() == libc::EINTR => continue,
+            _ => return Err(std::io::Error::last_os_error()),
+        }
     }
 }
 

@@ -84,9 +84,70 @@ impl Supervisor {
         uid: u32,
         log: Option<PathBuf>,
     ) -> Result<Supervisor, SuperviseError> {
+        Supervisor::prepare(segment, uid, log)?.start(listener)
+    }
+
+    /// Everything a supervisor needs but the listener (the job's segment mapped, its
+    /// rules read): a supervisor in a process of its own says it is ready only once this
+    /// succeeded, so that no listener is handed to one that cannot serve it.
+    pub fn prepare(
+        segment: &Path,
+        uid: u32,
+        log: Option<PathBuf>,
+    ) -> Result<Prepared, SuperviseError> {
         let seg = SegmentFile::open(segment.to_owned())
             .map_err(|e| SuperviseError::Segment(format!("{e:#}")))?;
         let judge = Judge::new(seg, uid).map_err(SuperviseError::Segment)?;
+        Ok(Prepared {
+            judge,
+            log,
+            exempt: None,
+        })
+    }
+
+    /// The processes held so far, one per executable.
+    pub fn supervised(&self) -> Vec<Supervised> {
+        self.seen
+            .lock()
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A supervisor ready to serve a listener ([`Supervisor::prepare`]).
+pub struct Prepared {
+    judge: Judge,
+    log: Option<PathBuf>,
+    exempt: Option<PathBuf>,
+}
+
+impl Prepared {
+    /// Lets through uncounted the calls of processes running `exe`: the launcher's own
+    /// code between the filter's installation and the program's exec (slurmstepd, when
+    /// the Slurm plugin installs the filter in a task), which is not the job's.
+    pub fn exempt(mut self, exe: PathBuf) -> Prepared {
+        self.exempt = Some(exe);
+        self
+    }
+
+    /// Serves `listener` on a thread of its own, until the process exits.
+    pub fn start(self, listener: OwnedFd) -> Result<Supervisor, SuperviseError> {
+        let (mut serve, seen) = self.serve_of(listener);
+        // Detached: it serves the job's processes until the launcher exits.
+        std::thread::Builder::new()
+            .name("sluice-supervisor".into())
+            .spawn(move || serve.run())?;
+        Ok(Supervisor { seen })
+    }
+
+    /// Serves `listener` on the calling thread. A receive does not return once the last
+    /// process under the filter has gone: whoever calls this watches the listener for
+    /// its hang-up (`POLLHUP`) on another thread.
+    pub fn serve(self, listener: OwnedFd) {
+        self.serve_of(listener).0.run();
+    }
+
+    fn serve_of(self, listener: OwnedFd) -> (Serve, Arc<Mutex<BTreeMap<String, Supervised>>>) {
         // The supervisor answers each call at once, and the program waits for nothing
         // else: the kernel may then switch straight from one to the other on the same
         // processor (Linux 6.6; a few times faster than a wake-up through the scheduler).
@@ -99,27 +160,16 @@ impl Supervisor {
             )
         };
         let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        let mut serve = Serve {
+        let serve = Serve {
             listener,
-            judge,
+            judge: self.judge,
             procs: HashMap::new(),
             ts: ThreadState::new(),
             seen: seen.clone(),
-            log,
+            log: self.log,
+            exempt: self.exempt,
         };
-        // Detached: it serves the job's processes until the launcher exits.
-        std::thread::Builder::new()
-            .name("sluice-supervisor".into())
-            .spawn(move || serve.run())?;
-        Ok(Supervisor { seen })
-    }
-
-    /// The processes held so far, one per executable.
-    pub fn supervised(&self) -> Vec<Supervised> {
-        self.seen
-            .lock()
-            .map(|s| s.values().cloned().collect())
-            .unwrap_or_default()
+        (serve, seen)
     }
 }
 
@@ -196,8 +246,10 @@ impl Judge {
 struct Proc {
     /// Its memory; reads return nothing once it execs (a new memory) or dies.
     mem: File,
-    /// `None`: it carries the stage, which holds its calls.
+    /// `None`: it carries the stage, which holds its calls, or it is exempt.
     held: Option<Held>,
+    /// It runs the exempt executable ([`Prepared::exempt`]).
+    exempt: bool,
 }
 
 struct Held {
@@ -216,6 +268,8 @@ struct Serve {
     ts: ThreadState,
     seen: Arc<Mutex<BTreeMap<String, Supervised>>>,
     log: Option<PathBuf>,
+    /// Processes running this executable are let through uncounted ([`Prepared::exempt`]).
+    exempt: Option<PathBuf>,
 }
 
 /// What became of one notification's target.
@@ -269,6 +323,10 @@ impl Serve {
                 return;
             };
             if p.held.is_none() {
+                if p.exempt {
+                    // Not remembered: the exempt process is about to exec the program.
+                    self.procs.remove(&req.pid);
+                }
                 return;
             }
             let null_is_fd = req.data.nr as i64 == libc::SYS_utimensat;
@@ -321,8 +379,11 @@ impl Serve {
                 self.procs.clear();
             }
             let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
-            let held = self.held(tid);
-            self.procs.insert(tid, Proc { mem, held });
+            let exempt = self.exempt.as_deref().is_some_and(|e| {
+                std::fs::read_link(format!("/proc/{tid}/exe")).is_ok_and(|exe| exe == e)
+            });
+            let held = if exempt { None } else { self.held(tid) };
+            self.procs.insert(tid, Proc { mem, held, exempt });
         }
         self.procs.get(&tid)
     }
