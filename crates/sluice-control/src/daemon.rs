@@ -412,7 +412,13 @@ pub(crate) async fn local_ticks(
         let (cycle, _) = clock.cycle_at(interval);
         // Outside the lock: /proc is read while launchers attach.
         let targets = local.lock().expect("local").scan_targets();
+        let scan = Instant::now();
         let outside = scanner.scan(&targets);
+        tracing::debug!(
+            processes = scanner.processes(),
+            took_us = scan.elapsed().as_micros() as u64,
+            "scanned /proc for processes outside the stage"
+        );
         let mut l = local.lock().expect("local");
         l.set_outside(outside);
         let observed = l.observe(cycle);

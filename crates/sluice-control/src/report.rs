@@ -434,6 +434,7 @@ mod tests {
                 ended,
                 attachments: 1,
                 pools: BTreeMap::from([("md".to_owned(), pool)]),
+                outside: Vec::new(),
             }],
             started: ended - 10.0,
             ended,

@@ -202,6 +202,11 @@ impl Scanner {
         self.report(&pids)
     }
 
+    /// Processes of the node the last scan read (none when no job is attached).
+    pub fn processes(&self) -> usize {
+        self.procs.len()
+    }
+
     /// The entries of every job, from what the processes were judged; logs the new ones.
     fn report(&mut self, pids: &[u32]) -> BTreeMap<String, Vec<OutsideStage>> {
         // By job, by (exe, why, held): the lowest pid and the processes.

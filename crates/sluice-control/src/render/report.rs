@@ -117,6 +117,7 @@ mod tests {
             ended: 120.0,
             attachments: 1,
             pools: [("md".to_owned(), pool(calls, 15.0))].into(),
+            outside: Vec::new(),
         };
         let r = JobSummary {
             job: "4242".into(),
