@@ -423,69 +423,6 @@ fn env_value<'a>(environ: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
 mod tests {
     use super::*;
 
-    /// The scan's cost per interval with 200 processes of one job (100 carrying the
-    /// stage, 100 not), the first interval (every process judged) apart from the next
-    /// (nothing new): `cargo test --release -p sluice-control --lib scan_cost -- --ignored
-    /// --nocapture`.
-    #[test]
-    #[ignore = "a measurement"]
-    fn scan_cost() {
-        let stage = std::env::var("SLUICE_STAGE_SO").unwrap_or_else(|_| {
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../target/release/libsluice_stage.so"
-            )
-            .to_owned()
-        });
-        let me = std::process::id();
-        let mut children: Vec<std::process::Child> = (0..200)
-            .map(|i| {
-                let mut c = std::process::Command::new("sleep");
-                c.arg("60").env("SLUICE_SEGMENT", "/nonexistent");
-                if i % 2 == 0 {
-                    c.env("LD_PRELOAD", &stage);
-                }
-                c.spawn().expect("sleep")
-            })
-            .collect();
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let targets = [Target {
-            job: "j".into(),
-            uid: 0,
-            launchers: vec![me],
-            segment: "/nonexistent".into(),
-        }];
-        let mut first = Vec::new();
-        let mut steady = Vec::new();
-        for _ in 0..11 {
-            let mut s = Scanner::default();
-            let t = std::time::Instant::now();
-            let seen = s.scan(&targets);
-            first.push(t.elapsed().as_secs_f64() * 1e3);
-            let t = std::time::Instant::now();
-            let seen2 = s.scan(&targets);
-            steady.push(t.elapsed().as_secs_f64() * 1e3);
-            let t = std::time::Instant::now();
-            s.scan(&targets);
-            steady.push(t.elapsed().as_secs_f64() * 1e3);
-            assert!(seen.is_empty(), "named only from the second sight");
-            assert_eq!(seen2["j"][0].processes, 100, "{seen2:?}");
-        }
-        first.sort_by(f64::total_cmp);
-        steady.sort_by(f64::total_cmp);
-        let procs = std::fs::read_dir("/proc").map(|d| d.count()).unwrap_or(0);
-        println!(
-            "scan of {procs} /proc entries, 200 of the job: first interval median {:.2} ms, \
-             next intervals median {:.2} ms",
-            first[first.len() / 2],
-            steady[steady.len() / 2]
-        );
-        for c in &mut children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
     #[test]
     fn stat_and_environment_are_read() {
         let mut buf = Vec::new();
