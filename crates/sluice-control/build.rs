@@ -29,6 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .type_attribute(".sluice.v1.JobSummary", SERDE)
         .type_attribute(".sluice.v1.NodeTotals", SERDE)
         .type_attribute(".sluice.v1.PoolTotals", SERDE)
+        .type_attribute(".sluice.v1.OutsideStage", SERDE)
         .compile_fds(fds)?;
     Ok(())
 }

@@ -44,6 +44,11 @@ enum Command {
     /// The controller's role, its locals, jobs, pools and control cycle.
     Status(admin_cmd::StatusArgs),
     /// Running jobs: nodes, and per pool their allocation, rate and demand.
+    ///
+    /// Under the table, a line per executable of a job that runs without the stage on a
+    /// node (why: static, go, setuid, cleared-env; held by a supervisor, or unheld) or that
+    /// uses io_uring, as the node's local controller last saw them; --json lists them in
+    /// each job's "outside" (node, pid, exe, why, held, processes).
     Jobs(admin_cmd::JobsArgs),
     Report(report_cmd::ReportArgs),
     /// Set a job's reservation and weight.

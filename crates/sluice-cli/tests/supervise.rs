@@ -345,3 +345,170 @@ fn fio_io_uring_engine_fails_at_start_when_denied() {
         r.stderr
     );
 }
+
+/// A local controller names each job's processes that run without the stage, and those
+/// that use io_uring, in `sluice jobs` (and `--json`), in its metrics and, once per
+/// executable, in its log. Job S: a shell (dynamic, carrying the stage) that starts a
+/// static stat loop (which the stage hands to `sluice supervise`: held), a setuid copy of
+/// `sleep` (the loader drops the stage: unheld), a program holding an io_uring, and
+/// `sleep`; a second launcher of S runs the static loop itself (held by `sluice run`);
+/// and a static program holding an io_uring, started with the job's exports by someone
+/// else (as under `sluice attach`): unheld, and using io_uring.
+#[test]
+fn the_local_names_the_processes_outside_the_stage() {
+    use common::daemons::{Local, daemon_dir, free_port, wait_for};
+    use std::io::{Read as _, Write as _};
+    use std::time::Duration;
+
+    let _serial = serial();
+    let dir = daemon_dir();
+    let http = free_port();
+    let addr = format!("127.0.0.1:{http}");
+    let local = Local::start(
+        dir.path(),
+        "interval = \"200ms\"\n",
+        &["--http", &addr],
+        None,
+    );
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let stat = static_rate();
+    let uring = common::c_prog("uring");
+    let static_uring = c_prog_with("uring", &["-static"]);
+    // A setuid copy of sleep, owned by nobody: its loader runs in secure-execution mode.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let suid = path_str(&out.path().join("suid-sleep"));
+    std::fs::copy("/bin/sleep", &suid).unwrap();
+    if root {
+        std::os::unix::fs::chown(&suid, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&suid, std::os::unix::fs::PermissionsExt::from_mode(0o4755))
+            .unwrap();
+    }
+    let o = |name: &str| path_str(&out.path().join(name));
+    std::fs::create_dir_all(o("a")).unwrap();
+    std::fs::create_dir_all(o("b")).unwrap();
+    let script = format!(
+        "echo \"$SLUICE_SEGMENT\" > {seg}; {stat} one {f} {a} 5000 & {suid} 5 & {uring} 5000 > /dev/null & sleep 5; wait",
+        seg = o("seg"),
+        f = s.file,
+        a = o("a"),
+    );
+    let job = ["--rule", "op=getattr rate=200/s", "--mount", &s.file];
+    let mut first = local.job("S", &job, &["sh", "-c", &script]);
+    let mut second = local.job("S", &job, &[&stat, "one", &s.file, &o("b"), "5000"]);
+    assert!(wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(o("seg")).is_ok_and(|t| t.ends_with('\n'))
+    }));
+    let seg = std::fs::read_to_string(o("seg")).unwrap().trim().to_owned();
+    let mut exported = Command::new(&static_uring)
+        .arg("5000")
+        .env("SLUICE_SEGMENT", &seg)
+        .env("LD_PRELOAD", common::stage_lib())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // (exe, why, held) → processes, as `sluice jobs --json` lists them for job S.
+    let listed = || -> Vec<(String, String, bool, u64)> {
+        let jobs = local.jobs();
+        let Some(j) = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == "S")
+        else {
+            return Vec::new();
+        };
+        let mut l: Vec<_> = j["outside"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                assert!(o["pid"].as_u64().unwrap() > 0, "{o}");
+                (
+                    o["exe"].as_str().unwrap().to_owned(),
+                    o["why"].as_str().unwrap().to_owned(),
+                    o["held"].as_bool().unwrap(),
+                    o["processes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        l.sort();
+        l
+    };
+    let mut want = vec![
+        (stat.clone(), "static".to_owned(), true, 2),
+        (static_uring.clone(), "static".to_owned(), false, 1),
+        (static_uring.clone(), "io_uring".to_owned(), false, 1),
+        (uring.clone(), "io_uring".to_owned(), false, 1),
+    ];
+    if root {
+        want.push((suid.clone(), "setuid".to_owned(), false, 1));
+    }
+    want.sort();
+    let mut last = Vec::new();
+    let seen = wait_for(Duration::from_secs(4), || {
+        last = listed();
+        last == want
+    });
+    assert!(seen, "sluice jobs --json lists {last:?}, not {want:?}");
+
+    let table = String::from_utf8(local.admin(&["jobs"]).stdout).unwrap();
+    assert!(
+        table.contains(&format!("2 process(es) of {stat} (pid "))
+            && table.contains("without the stage (static), held by a supervisor"),
+        "{table}"
+    );
+    assert!(
+        table.contains("without the stage (static), unheld"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("1 process(es) of {uring} (pid ")),
+        "{table}"
+    );
+
+    let metrics = {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", http)).unwrap();
+        write!(c, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).unwrap();
+        text
+    };
+    let series = |why: &str, held: bool| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("sluice_job_outside_stage_processes{")
+                    && l.contains("job_id=\"S\"")
+                    && l.contains(&format!("why=\"{why}\",held=\"{held}\"}}"))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+    assert_eq!(series("static", true), Some(2), "{metrics}");
+    assert_eq!(series("static", false), Some(1), "{metrics}");
+    assert_eq!(series("io_uring", false), Some(2), "{metrics}");
+    if root {
+        assert_eq!(series("setuid", false), Some(1), "{metrics}");
+    }
+
+    // Several intervals later, each executable and reason was still said once.
+    std::thread::sleep(Duration::from_millis(600));
+    let log = local.daemon.log_text();
+    let lines = |what: &str, exe: &str| {
+        log.lines()
+            .filter(|l| l.contains(what) && l.contains(&format!("exe={exe}")))
+            .count()
+    };
+    assert_eq!(lines("held by a supervisor", &stat), 1, "{log}");
+    assert_eq!(lines("unheld", &static_uring), 1, "{log}");
+    assert_eq!(lines("uses io_uring", &static_uring), 1, "{log}");
+    assert_eq!(lines("uses io_uring", &uring), 1, "{log}");
+    if root {
+        assert_eq!(lines("unheld", &suid), 1, "{log}");
+    }
+    for c in [&mut first, &mut second, &mut exported] {
+        assert!(c.wait().unwrap().success());
+    }
+}

@@ -354,6 +354,7 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
                 .into_iter()
                 .map(|(node, n)| SegmentNote { node, ..n.into() })
                 .collect(),
+            outside: j.outside,
         })
         .collect();
     JobsReply { jobs }
@@ -673,9 +674,18 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                         "stage_layout": n.stage_layout})
                 })
                 .collect();
+            let outside: Vec<serde_json::Value> = j
+                .outside
+                .iter()
+                .map(|o| {
+                    serde_json::json!({"node": o.node, "pid": o.pid, "exe": o.exe,
+                        "why": o.why, "held": o.held, "processes": o.processes})
+                })
+                .collect();
             serde_json::json!({"job": j.job, "user": j.user, "account": j.account,
                 "qos": j.qos, "partition": j.partition, "nodes": j.nodes,
-                "launchers": j.launchers, "pools": pools, "segments": segments})
+                "launchers": j.launchers, "pools": pools, "segments": segments,
+                "outside": outside})
         })
         .collect();
     serde_json::json!({ "jobs": jobs })

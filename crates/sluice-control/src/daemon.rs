@@ -400,6 +400,7 @@ pub(crate) async fn local_ticks(
     let changed = local.lock().expect("local").interval_changed();
     // The interval the single-node computation's cycles count in.
     let mut unit = local.lock().expect("local").interval();
+    let mut scanner = crate::local::unstaged::Scanner::default();
     loop {
         let interval = local.lock().expect("local").interval();
         let (_, until) = clock.cycle_at(interval);
@@ -409,7 +410,17 @@ pub(crate) async fn local_ticks(
         }
         let start = Instant::now();
         let (cycle, _) = clock.cycle_at(interval);
+        // Outside the lock: /proc is read while launchers attach.
+        let targets = local.lock().expect("local").scan_targets();
+        let scan = Instant::now();
+        let outside = scanner.scan(&targets);
+        tracing::debug!(
+            processes = scanner.processes(),
+            took_us = scan.elapsed().as_micros() as u64,
+            "scanned /proc for processes outside the stage"
+        );
         let mut l = local.lock().expect("local");
+        l.set_outside(outside);
         let observed = l.observe(cycle);
         if let Some(c) = l.coordinator.clone() {
             let rates = {

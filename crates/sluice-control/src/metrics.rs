@@ -36,6 +36,21 @@ pub struct JobLabels {
     pub node: String,
 }
 
+/// Processes of a job outside the stage on a node, for one reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutsideLabels {
+    /// The resource manager's job id.
+    pub job_id: String,
+    /// The job's user.
+    pub user: String,
+    /// The node.
+    pub node: String,
+    /// Why: static, go, setuid, cleared-env, io_uring.
+    pub why: String,
+    /// Whether a supervisor holds them: `true` or `false`.
+    pub held: String,
+}
+
 /// A pool.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PoolLabels {
@@ -60,6 +75,9 @@ pub struct Metrics {
     cycle_seconds: Histogram,
     locals: Gauge,
     dropped: Counter,
+    outside: Family<OutsideLabels, Gauge>,
+    /// The outside series exported now, to remove those that are gone.
+    live_outside: Mutex<HashSet<OutsideLabels>>,
     /// The label sets exported now, to remove those of jobs and pools that are gone.
     live: Mutex<(HashSet<JobLabels>, HashSet<PoolLabels>)>,
     /// The last cycle recorded.
@@ -86,6 +104,8 @@ impl Default for Metrics {
             cycle_seconds: Histogram::new(exponential_buckets(1e-4, 2.0, 15)),
             locals: Gauge::default(),
             dropped: Counter::default(),
+            outside: Family::default(),
+            live_outside: Mutex::default(),
             live: Mutex::default(),
             last_cycle: Mutex::default(),
             registry: Registry::default(),
@@ -147,6 +167,11 @@ impl Default for Metrics {
             m.dropped.clone(),
         );
         r.register(
+            "job_outside_stage_processes",
+            "Processes of the job that run without the stage (why: static, go, setuid, cleared-env; held: under a seccomp supervisor or not) or use io_uring (why=io_uring), as of the last scan",
+            m.outside.clone(),
+        );
+        r.register(
             "audit_events",
             "Administrators' changes and refusals, by action and outcome (see the audit log lines)",
             crate::audit::events(),
@@ -187,6 +212,11 @@ impl Metrics {
             live_pools.insert(labels);
         }
         self.keep(live_jobs, Some(live_pools));
+        self.set_outside(jobs.iter().flat_map(|j| {
+            j.outside
+                .iter()
+                .map(|o| (j.job.as_str(), j.user.as_str(), o.node.as_str(), o))
+        }));
     }
 
     /// Cycle `cycle` of a local's own observations on `node` (rates over the time since
@@ -208,6 +238,39 @@ impl Metrics {
             }
         }
         self.keep(live, None);
+        self.set_outside(jobs.iter().flat_map(|j| {
+            j.outside
+                .iter()
+                .map(move |o| (j.job.as_str(), j.user.as_str(), node, o))
+        }));
+    }
+
+    /// Sets the counts of processes outside the stage, by job, node, reason and whether
+    /// held; removes the series no longer found.
+    fn set_outside<'a>(
+        &self,
+        found: impl Iterator<Item = (&'a str, &'a str, &'a str, &'a crate::proto::OutsideStage)>,
+    ) {
+        let mut counts = std::collections::HashMap::<OutsideLabels, i64>::new();
+        for (job, user, node, o) in found {
+            let labels = OutsideLabels {
+                job_id: job.to_owned(),
+                user: user.to_owned(),
+                node: node.to_owned(),
+                why: o.why.clone(),
+                held: o.held.to_string(),
+            };
+            *counts.entry(labels).or_default() += i64::from(o.processes);
+        }
+        let mut live = self.live_outside.lock().expect("metrics");
+        for gone in live.iter().filter(|l| !counts.contains_key(l)) {
+            self.outside.remove(gone);
+        }
+        live.clear();
+        for (labels, n) in counts {
+            self.outside.get_or_create(&labels).set(n);
+            live.insert(labels);
+        }
     }
 
     /// A cycle's duration, seconds.
@@ -313,6 +376,7 @@ mod tests {
                 },
             )]),
             segments: BTreeMap::new(),
+            outside: Vec::new(),
         }
     }
 

@@ -113,6 +113,11 @@ pub fn start(
     uid: u32,
     signals: Signals,
 ) -> Result<Result<Held, (i32, std::io::Error)>, ProgramError> {
+    if supervise {
+        // The mark the local controller's scan reads to name the program held (and that
+        // tells the stage in its descendants that a supervisor holds them already).
+        cmd.env("SLUICE_SUPERVISED", "1");
+    }
     let (filter, port) = match Filter::new(supervise, io_uring).map_err(ProgramError::Filter)? {
         Some((f, port)) => (Some(f), port),
         None => (None, None),

@@ -257,6 +257,9 @@ fn add_node(had: &mut NodeTotals, more: NodeTotals) {
     had.started = had.started.min(more.started);
     had.ended = had.ended.max(more.ended);
     had.attachments += more.attachments.max(1);
+    for o in more.outside {
+        crate::local::unstaged::merge(&mut had.outside, o);
+    }
     for (pool, p) in more.pools {
         let t = had.pools.entry(pool).or_default();
         // The median of two stretches is not known from theirs: the longer one's stands.
@@ -431,6 +434,7 @@ mod tests {
                 ended,
                 attachments: 1,
                 pools: BTreeMap::from([("md".to_owned(), pool)]),
+                outside: Vec::new(),
             }],
             started: ended - 10.0,
             ended,

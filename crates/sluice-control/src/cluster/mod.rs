@@ -256,6 +256,10 @@ pub struct NodeJob {
     /// The job's segment on the node, when it is worth an administrator's eye.
     #[serde(default)]
     pub segment: Option<SegmentNote>,
+    /// Its processes on the node outside the stage, or using io_uring, one entry per
+    /// executable and reason.
+    #[serde(default)]
+    pub outside: Vec<crate::proto::OutsideStage>,
 }
 
 /// A job's segment on one node, reported when it is not of its controller's layout, when
@@ -510,6 +514,7 @@ struct Placement {
     nodes: u32,
     launchers: u32,
     segment: Option<SegmentNote>,
+    outside: Vec<crate::proto::OutsideStage>,
     pools: PoolMap<ChannelObs>,
     /// By pool: the rates last pushed, which the node enforces.
     pushed: PoolMap<f64>,

@@ -195,6 +195,7 @@ impl Cluster {
             placement.nodes = report.nodes;
             placement.launchers = report.launchers;
             placement.segment = report.segment;
+            placement.outside = report.outside;
             for (pool, obs) in report.pools {
                 placement.pools.insert(intern(pools, pool), sanitize(obs));
             }

@@ -48,6 +48,9 @@ pub struct JobView {
     pub pools: BTreeMap<String, ShareView>,
     /// By node: its segment there, where it is worth an administrator's eye.
     pub segments: BTreeMap<String, SegmentNote>,
+    /// Its processes outside the stage, or using io_uring, on every node (each entry
+    /// names its node).
+    pub outside: Vec<crate::proto::OutsideStage>,
 }
 
 /// One pool, as of the last compute.
@@ -127,6 +130,7 @@ impl Cluster {
                     launchers: 0,
                     pools: self.shares_of(job),
                     segments: BTreeMap::new(),
+                    outside: Vec::new(),
                 });
                 if view.user.is_empty() {
                     view.user.clone_from(&placement.attrs.user);
@@ -136,6 +140,15 @@ impl Cluster {
                 if let Some(note) = placement.segment {
                     view.segments.insert(node.clone(), note);
                 }
+                view.outside.extend(
+                    placement
+                        .outside
+                        .iter()
+                        .map(|o| crate::proto::OutsideStage {
+                            node: node.clone(),
+                            ..o.clone()
+                        }),
+                );
             }
         }
         jobs.into_values().collect()

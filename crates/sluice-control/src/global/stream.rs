@@ -88,6 +88,7 @@ impl Global {
                 launchers: j.launchers,
                 pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
                 segment: j.segment.as_ref().map(Into::into),
+                outside: bounded_outside(j.outside),
             })
             .collect();
         let latency = report
@@ -262,4 +263,25 @@ fn latency_of(h: proto::LatencyHistogram) -> Result<Latency, Refused> {
     };
     l.buckets[..h.buckets.len()].copy_from_slice(&h.buckets);
     Ok(l)
+}
+
+/// A node's list of processes outside the stage, bounded as the local bounds it: a
+/// local of another build, or a broken one, cannot grow the registry or `sluice jobs`.
+fn bounded_outside(mut list: Vec<proto::OutsideStage>) -> Vec<proto::OutsideStage> {
+    const MAX_EXE: usize = 4096;
+    list.truncate(crate::local::unstaged::MAX_ENTRIES);
+    for o in &mut list {
+        if o.exe.len() > MAX_EXE {
+            let mut end = MAX_EXE;
+            while !o.exe.is_char_boundary(end) {
+                end -= 1;
+            }
+            o.exe.truncate(end);
+        }
+        if o.why.len() > 32 {
+            o.why = "?".to_owned();
+        }
+        o.node.clear();
+    }
+    list
 }

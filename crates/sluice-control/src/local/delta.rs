@@ -51,6 +51,7 @@ fn holds(sent: &NodeJob, now: &NodeJob) -> bool {
         && sent.nodes == now.nodes
         && sent.launchers == now.launchers
         && sent.segment == now.segment
+        && sent.outside == now.outside
         && sent.pools.len() == now.pools.len()
         && sent
             .pools

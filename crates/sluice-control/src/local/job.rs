@@ -112,6 +112,12 @@ pub struct LocalJob {
     refusals_logged: u32,
     /// Launchers connected now.
     pub connected: u32,
+    /// Its processes outside the stage at the last scan, one entry per executable and
+    /// reason (see [`super::unstaged`]).
+    pub outside: Vec<crate::proto::OutsideStage>,
+    /// Every executable and reason seen so over its life, with the most processes seen
+    /// at once: for its report.
+    pub outside_seen: Vec<crate::proto::OutsideStage>,
     /// The channels observed, what each is, and the last snapshot of them (taken when
     /// they were chosen, so that a job's first interval is observed too).
     watched: Vec<Watched>,
@@ -236,6 +242,8 @@ impl LocalJob {
                     segment: JobSegment::Untouched(header, format!("{e:#}")),
                     layout,
                     connected: 0,
+                    outside: Vec::new(),
+                    outside_seen: Vec::new(),
                     watched: Vec::new(),
                     channels: Vec::new(),
                     last: Snapshot::default(),
@@ -272,6 +280,8 @@ impl LocalJob {
             layout,
             refusals_logged: 0,
             connected: 0,
+            outside: Vec::new(),
+            outside_seen: Vec::new(),
             watched,
             channels,
             pool_rates: BTreeMap::new(),
@@ -389,6 +399,15 @@ impl LocalJob {
             }
         }
         seen
+    }
+
+    /// Keeps what the last scan found of the job's processes outside the stage, and adds
+    /// it to what its report will name.
+    pub fn set_outside(&mut self, found: Vec<crate::proto::OutsideStage>) {
+        for f in &found {
+            super::unstaged::merge(&mut self.outside_seen, f.clone());
+        }
+        self.outside = found;
     }
 
     /// Samples the shares last written, once per interval.

@@ -14,6 +14,7 @@ pub mod membership;
 mod node;
 mod places;
 mod state_dir;
+pub mod unstaged;
 mod uplink;
 
 use std::collections::BTreeMap;
@@ -330,6 +331,7 @@ impl Local {
                 ended,
                 attachments: 1,
                 pools: job.totals(),
+                outside: job.outside_seen.clone(),
             }],
             started,
             ended,
@@ -360,6 +362,7 @@ impl Local {
                 launchers: job.connected.max(job.record.launchers.len() as u32),
                 pools: seen.pools,
                 segment: job.segment_note(),
+                outside: job.outside.clone(),
             });
             rules.insert(id.clone(), seen.rules);
         }
@@ -369,6 +372,26 @@ impl Local {
             ended: std::mem::take(&mut self.ended),
             finished: std::mem::take(&mut self.finished),
             latency,
+        }
+    }
+
+    /// The jobs as the scan for processes outside the stage needs them.
+    pub fn scan_targets(&self) -> Vec<unstaged::Target> {
+        self.jobs
+            .iter()
+            .map(|(id, j)| unstaged::Target {
+                job: id.clone(),
+                uid: j.record.uid,
+                launchers: j.record.launchers.clone(),
+                segment: j.record.segment.clone(),
+            })
+            .collect()
+    }
+
+    /// What the last scan found of each job's processes outside the stage.
+    pub fn set_outside(&mut self, mut found: BTreeMap<String, Vec<proto::OutsideStage>>) {
+        for (id, job) in &mut self.jobs {
+            job.set_outside(found.remove(id).unwrap_or_default());
         }
     }
 
@@ -516,6 +539,7 @@ pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> p
                 launchers: j.launchers,
                 pools: obs(j.pools),
                 segment: j.segment.map(Into::into),
+                outside: j.outside,
             })
             .collect(),
         ended: o.ended,

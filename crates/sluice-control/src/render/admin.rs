@@ -8,7 +8,7 @@ use sluice_core::rule::{Rate, Unit, format_rate_approx};
 
 use crate::cluster::SegmentNote;
 use crate::config::format_duration;
-use crate::proto::{JobsReply, PoolInfo, PoolListReply, StatusReply};
+use crate::proto::{JobsReply, OutsideStage, PoolInfo, PoolListReply, StatusReply};
 
 /// `sluice status`: the status lines, then one line per warning.
 pub fn status_text(s: &StatusReply, now: SystemTime) -> String {
@@ -126,7 +126,8 @@ pub fn rate_in(units: &BTreeMap<String, Unit>, pool: &str, per_sec: f64) -> Stri
 }
 
 /// `sluice jobs`: a row per job and pool (a job in no pool has one row of dashes), in the
-/// pools' units, then a line per segment note.
+/// pools' units, then a line per segment note, then a line per executable of a job outside
+/// the stage or using io_uring.
 pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
     let mut out = format!(
         "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES\n",
@@ -159,7 +160,26 @@ pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
             out += &format!("job {} on {}: {}\n", j.job, n.node, SegmentNote::from(n));
         }
     }
+    for j in &reply.jobs {
+        for o in &j.outside {
+            out += &format!("job {} on {}: {}\n", j.job, o.node, outside_text(o));
+        }
+    }
     out
+}
+
+/// One executable of a job outside the stage, for reading: `2 process(es) of /bin/prog
+/// (pid 123): static, held by a supervisor`.
+pub fn outside_text(o: &OutsideStage) -> String {
+    let what = match (o.why.as_str(), o.held) {
+        ("io_uring", _) => "use io_uring, whose requests are not held".to_owned(),
+        (why, true) => format!("without the stage ({why}), held by a supervisor"),
+        (why, false) => format!("without the stage ({why}), unheld"),
+    };
+    format!(
+        "{} process(es) of {} (pid {}) {what}",
+        o.processes, o.exe, o.pid
+    )
 }
 
 /// The pools with a tree, each node on a line indented by its depth.

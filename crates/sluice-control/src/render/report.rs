@@ -48,6 +48,7 @@ pub fn report_table(r: &JobSummary, now: f64) -> String {
     }
     if r.pools.is_empty() {
         out.push_str("no pool counted its calls\n");
+        out += &outside_lines(r);
         return out;
     }
     let widths: Vec<usize> = (0..8)
@@ -61,6 +62,18 @@ pub fn report_table(r: &JobSummary, now: f64) -> String {
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
+    }
+    out += &outside_lines(r);
+    out
+}
+
+/// A line per executable of the job seen outside the stage (or using io_uring) on a node.
+fn outside_lines(r: &JobSummary) -> String {
+    let mut out = String::new();
+    for n in &r.nodes {
+        for o in &n.outside {
+            out += &format!("on {}: {}\n", n.node, crate::render::admin::outside_text(o));
+        }
     }
     out
 }
@@ -104,6 +117,7 @@ mod tests {
             ended: 120.0,
             attachments: 1,
             pools: [("md".to_owned(), pool(calls, 15.0))].into(),
+            outside: Vec::new(),
         };
         let r = JobSummary {
             job: "4242".into(),
