@@ -383,6 +383,7 @@ fn sanitize(obs: ChannelObs) -> ChannelObs {
         wait: rate(obs.wait),
         waiting: obs.waiting,
         demand: rate(obs.demand),
+        calls: rate(obs.calls),
     }
 }
 
