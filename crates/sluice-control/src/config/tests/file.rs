@@ -234,7 +234,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`"
+         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`, `costs`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
@@ -563,8 +563,8 @@ fn a_pools_costs_are_read_written_and_checked() {
             .contains("costs")
     );
     assert_eq!(
-        error(&pool("1GiB/s", "{ mknod = 4 }")),
-        "config:5: pool[1] \"md\": costs: a pool of bytes charges what each call moves; \
+        error(&pool("1GiB/s", "{ read = 4 }").replace("class=metadata,directory", "class=data")),
+        "config:6: pool[1] \"md\": costs: a pool of bytes charges what each call moves; \
          costs weigh the calls of a pool of calls"
     );
     assert!(error(&pool("4k/s", "{ stat = 2 }")).contains("'stat' is neither an operation"));
