@@ -43,7 +43,8 @@ enum Command {
     Global(daemons::GlobalArgs),
     /// The controller's role, its locals, jobs, pools and control cycle.
     Status(admin_cmd::StatusArgs),
-    /// Running jobs: nodes, and per pool their allocation, rate and demand.
+    /// Running jobs: nodes, and per pool their allocation, rate and demand (in the pool's
+    /// units; a pool that weighs its operations adds a CALLS column, calls per second).
     Jobs(admin_cmd::JobsArgs),
     Report(report_cmd::ReportArgs),
     /// Set a job's reservation and weight.
