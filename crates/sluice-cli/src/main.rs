@@ -43,7 +43,8 @@ enum Command {
     Global(daemons::GlobalArgs),
     /// The controller's role, its locals, jobs, pools and control cycle.
     Status(admin_cmd::StatusArgs),
-    /// Running jobs: nodes, and per pool their allocation, rate and demand.
+    /// Running jobs: nodes, and per pool their allocation, rate and demand (in the pool's
+    /// units; a pool that weighs its operations adds a CALLS column, calls per second).
     ///
     /// Under the table, a line per executable of a job that runs without the stage on a
     /// node (why: static, go, setuid, cleared-env; held by a supervisor, or unheld) or that

@@ -533,3 +533,86 @@ fn psfa_divides_by_the_figure_its_estimator_names() {
     all.sort_unstable();
     assert_pool_held(&all, u64::MAX, 6_000, 3);
 }
+
+/// A pool that weighs its operations (`costs`): under the same 400 units/s, a loop of
+/// creates and removals (mknod and unlink, 4 units each) is held to a quarter of the
+/// call rate of a loop of stats (getattr, 1 unit), and `sluice jobs` shows the calls
+/// beside the units.
+#[test]
+fn a_pool_weighing_creates_holds_them_to_a_quarter_of_the_stats() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
+         match = \"op=getattr,mknod,unlink\"\ncapacity = \"800/s\"\n\
+         algorithm = \"reservations\"\nparams = { work_conserving = false }\nmin_share = 0.0\n\
+         costs = { mknod = 4, unlink = 4 }\n\n\
+         [[job]]\njob = \"S\"\npool = \"md\"\nlimit = \"400/s\"\n\n\
+         [[job]]\njob = \"C\"\npool = \"md\"\nlimit = \"400/s\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let load = |job: &str, ops: &str| {
+        let work = s.path(job);
+        std::fs::create_dir(&work).unwrap();
+        let dir = path_str(s.dir.path());
+        let bin = path_str(&sluice_bin());
+        let args = ["load", "--dir", &work, "--ops", ops, "--duration", "4"];
+        let cmd: Vec<&str> = std::iter::once(bin.as_str()).chain(args).collect();
+        let mut c = local.job_command(job, &["--mount", &dir], &cmd);
+        c.stdout(std::process::Stdio::piped());
+        c.spawn().expect("sluice run")
+    };
+    let stats = load("S", "getattr");
+    let creates = load("C", "mknod,unlink");
+    std::thread::sleep(Duration::from_secs(3));
+    let jobs = local.jobs();
+    let table = local.admin(&["jobs"]);
+    let rate = |child: std::process::Child| {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success());
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        // "total N ops in T s: R ops/s"
+        let total = text
+            .lines()
+            .find_map(|l| l.strip_prefix("total "))
+            .unwrap_or("");
+        let words: Vec<&str> = total.split_whitespace().collect();
+        let (n, t): (f64, f64) = (words[0].parse().unwrap(), words[3].parse().unwrap());
+        n / t
+    };
+    let (s_rate, c_rate) = (rate(stats), rate(creates));
+    eprintln!("stats {s_rate:.0} calls/s, creates and removals {c_rate:.0} calls/s");
+    // The first half-second runs at the start share; both lose it alike.
+    assert!(
+        (250.0..=440.0).contains(&s_rate),
+        "the stats ran at {s_rate:.0}/s under 400 units/s"
+    );
+    let ratio = s_rate / c_rate;
+    assert!(
+        (3.4..=4.6).contains(&ratio),
+        "stats {s_rate:.0}/s against creates {c_rate:.0}/s: {ratio:.2}, not 4"
+    );
+    let calls = |job: &str| {
+        let j = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == job);
+        let p = &j.expect("job listed")["pools"]["md"];
+        (p["rate"].as_f64().unwrap(), p["calls"].as_f64().unwrap())
+    };
+    let (units, c_calls) = calls("C");
+    assert!(
+        (3.0..=5.0).contains(&(units / c_calls)),
+        "sluice jobs: {units:.0} units/s for {c_calls:.0} calls/s ({jobs})"
+    );
+    let (units, s_calls) = calls("S");
+    assert!(
+        (0.8..=1.25).contains(&(units / s_calls)),
+        "sluice jobs: {units:.0} units/s for {s_calls:.0} stats/s ({jobs})"
+    );
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.lines().next().unwrap_or("").ends_with("NODES  CALLS"),
+        "{table}"
+    );
+}

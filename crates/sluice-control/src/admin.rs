@@ -647,7 +647,7 @@ impl Admin for ForwardAdmin {
     }
 }
 
-/// `{"jobs":[{"job","user","account","qos","partition","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait}},
+/// `{"jobs":[{"job","user","account","qos","partition","nodes","launchers","pools":{NAME:{allocation,rate,demand,arrivals,limit,weight,wait,calls}},
 /// "segments":[{node,layout,untouched,refused,stage_layout}]}]}`: what `sluice jobs --json`
 /// and `GET /api/v1/jobs` print.
 pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
@@ -661,7 +661,7 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                 .map(|(name, s)| {
                     let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
                         "demand": s.demand, "arrivals": s.arrivals, "limit": s.limit, "weight": s.weight,
-                        "wait": s.wait});
+                        "wait": s.wait, "calls": s.calls});
                     (name.clone(), share)
                 })
                 .collect();

@@ -125,6 +125,12 @@ impl Coordinator {
                     (!watch.is_empty()).then(|| (p.name.clone(), watch.clone()))
                 })
                 .collect(),
+            costs: self
+                .config
+                .pools
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.costs.as_ref()?.to_string())))
+                .collect(),
         }
     }
 

@@ -348,6 +348,7 @@ fn share_obs(s: &ShareView) -> ChannelObs {
         wait: s.wait,
         waiting: 0,
         demand: s.demand,
+        calls: s.calls,
     }
 }
 

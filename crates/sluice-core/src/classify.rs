@@ -9,7 +9,7 @@
 
 #[cfg(doc)]
 use crate::config::StageConfig;
-use crate::config::{DEFAULT_LATENCY_SAMPLE, Slotted};
+use crate::config::{DEFAULT_LATENCY_SAMPLE, Slotted, SlottedCosts};
 use crate::op::{Class, Op};
 use crate::path::{MAX_PLACES, MountTable, PlaceError, PlaceIdx};
 use crate::rule::{Cmp, Identity, Unit};
@@ -237,11 +237,18 @@ pub struct Compiled {
     /// [`NO_LONE`]. Kept in line, one load nearer than the plans.
     lone: [[u8; MAX_PLACES]; Op::COUNT],
     latency_sample: u32,
+    /// Bit `p`: the pool in slot `p` weighs its operations ([`Compiled::set_costs`]);
+    /// beside the latency sample, so that a call held by pools that do not reads no
+    /// cost table.
+    weighed: u16,
     rules: Table,
     pools: Table,
     /// The pools' watches, as a table of pool channels: a pool listed in it times only
     /// the calls the table matches for it.
     watches: Table,
+    /// Units each operation costs each pool, by operation then pool slot (1 where a pool
+    /// weighs nothing).
+    costs: [[u16; MAX_POOLS]; Op::COUNT],
 }
 
 impl Compiled {
@@ -280,6 +287,8 @@ impl Compiled {
             plans: vec![Plan::EMPTY; Op::COUNT * MAX_PLACES].into_boxed_slice(),
             lone: [[NO_LONE; MAX_PLACES]; Op::COUNT],
             latency_sample: DEFAULT_LATENCY_SAMPLE,
+            weighed: 0,
+            costs: [[1; MAX_POOLS]; Op::COUNT],
             places,
         };
         for &op in Op::ALL {
@@ -353,6 +362,52 @@ impl Compiled {
     /// Sets how often latency is sampled (0: never); see [`Compiled::latency_sample`].
     pub fn set_latency_sample(&mut self, every: u32) {
         self.latency_sample = every;
+    }
+
+    /// Sets what each operation costs the pools that weigh theirs (see
+    /// [`StageConfig::costs`]); the others charge one unit a call. A call whose only
+    /// channel is a weighed pool is no longer admitted from its thread's batch without a
+    /// ticket ([`Compiled::lone_count_channel`]): that path charges one unit.
+    pub fn set_costs(&mut self, costs: &[SlottedCosts]) {
+        self.weighed = 0;
+        self.costs = [[1; MAX_POOLS]; Op::COUNT];
+        for c in costs.iter().filter(|c| (c.slot as usize) < MAX_POOLS) {
+            if c.costs.is_flat() {
+                continue;
+            }
+            self.weighed |= 1 << c.slot;
+            for &op in Op::ALL {
+                self.costs[op.index()][c.slot as usize] = c.costs.of(op);
+            }
+        }
+        let weighed = self.weighed;
+        for row in &mut self.lone {
+            for lone in row.iter_mut().filter(|l| **l != NO_LONE) {
+                let channel = (*lone & !LONE_TIMED) as usize;
+                if channel >= MAX_RULES && weighed >> (channel - MAX_RULES) & 1 != 0 {
+                    *lone = NO_LONE;
+                }
+            }
+        }
+    }
+
+    /// Whether channel `channel` is a pool that weighs its operations (its units, counted
+    /// in its channel's `bytes` counter, are then cost units).
+    #[inline]
+    pub fn weighs(&self, channel: usize) -> bool {
+        channel
+            .checked_sub(MAX_RULES)
+            .is_some_and(|p| self.weighed >> p & 1 != 0)
+    }
+
+    /// The units a call of `op` costs channel `channel` when it charges calls: one, or
+    /// what its pool's costs say. A table read, no search.
+    #[inline(always)]
+    pub fn cost(&self, op: Op, channel: usize) -> u64 {
+        if !self.weighs(channel) {
+            return 1;
+        }
+        self.costs[op.index()][channel - MAX_RULES] as u64
     }
 
     /// Compiles new rules, pools and watches over this process's managed places: a

@@ -8,8 +8,11 @@
 //! rule 0 md: op=getattr rate=5k/s
 //! pool 0 scratch-md: class=metadata mount=/scratch rate=10k/s
 //! watch 0 op=getattr,open
+//! cost 0 metadata=4,getattr=1
 //! latency_sample 64
 //! ```
+//! `cost SLOT COSTS` (optional, one per pool at most): what each operation costs the pool
+//! in its units (module [`crate::cost`]); a pool without one charges one unit a call.
 //! `latency_sample N` (optional, [`DEFAULT_LATENCY_SAMPLE`] when absent, 0 for none): each
 //! thread times one real call in N of those a pool admits, into the pool's latency
 //! histogram in the segment ([`latency_sample_of`] reads it; [`StageConfig`] itself does
@@ -26,6 +29,7 @@
 
 use std::fmt::Write as _;
 
+use crate::cost::{CostError, Costs};
 use crate::rule::{ParseError, Rate, Rule, parse_conditions, parse_rule};
 use crate::segment::{MAX_POOLS, MAX_RULES};
 
@@ -56,6 +60,18 @@ pub struct StageConfig {
     /// Which calls of a pool are timed for its latency, by pool slot: a pool with no watch
     /// here has every call timed. Made by [`Slotted::watch`]: only the conditions count.
     pub watches: Vec<Slotted>,
+    /// What each operation costs a pool, by pool slot: a pool with none here charges one
+    /// unit a call.
+    pub costs: Vec<SlottedCosts>,
+}
+
+/// The costs of the pool in `slot` ([`StageConfig::costs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlottedCosts {
+    /// The pool's slot.
+    pub slot: u8,
+    /// What each operation costs it.
+    pub costs: Costs,
 }
 
 impl Slotted {
@@ -114,6 +130,14 @@ pub enum ConfigError {
         /// Why.
         source: ParseError,
     },
+    /// A pool's costs that do not parse.
+    #[error("line {line}: {source}")]
+    Cost {
+        /// 1-based line number.
+        line: usize,
+        /// Why.
+        source: CostError,
+    },
 }
 
 impl StageConfig {
@@ -138,6 +162,9 @@ impl StageConfig {
         }
         for w in &self.watches {
             let _ = writeln!(s, "{WATCH_ITEM} {} {}", w.slot, w.rule.filter());
+        }
+        for c in &self.costs {
+            let _ = writeln!(s, "{COST_ITEM} {} {}", c.slot, c.costs);
         }
         s
     }
@@ -166,6 +193,24 @@ impl StageConfig {
                 "fstype" => c.fs_types.push(value.to_owned()),
                 LATENCY_SAMPLE_ITEM => {
                     parse_latency_sample(i + 1, value)?;
+                }
+                COST_ITEM => {
+                    let (slot_text, text) = value.split_once(' ').unwrap_or((value, ""));
+                    let slot = slot_text
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|&s| {
+                            (s as usize) < MAX_POOLS && c.costs.iter().all(|t| t.slot != s)
+                        })
+                        .ok_or_else(|| ConfigError::BadSlot {
+                            line: i + 1,
+                            slot: slot_text.to_owned(),
+                        })?;
+                    let costs = text.parse().map_err(|source| ConfigError::Cost {
+                        line: i + 1,
+                        source,
+                    })?;
+                    c.costs.push(SlottedCosts { slot, costs });
                 }
                 "rule" | "pool" | WATCH_ITEM => {
                     let (slots, max, list) = match item {
@@ -228,6 +273,8 @@ pub fn with_latency_sample(mut text: String, every: u32) -> String {
 
 /// The configuration item naming which calls of a pool are timed.
 const WATCH_ITEM: &str = "watch";
+/// The configuration item giving what each operation costs a pool.
+const COST_ITEM: &str = "cost";
 
 /// Reads `SLOT RULE` (or `SLOT CONDITIONS` for a `watch`) whose slot is below `max` and
 /// not among `taken`.
@@ -273,8 +320,13 @@ mod tests {
                 rule: parse_rule("md: class=metadata rate=10k/s").unwrap(),
             }],
             watches: vec![Slotted::watch(3, "op=getattr,open job=7").unwrap()],
+            costs: vec![SlottedCosts {
+                slot: 3,
+                costs: "metadata=4,getattr=1".parse().unwrap(),
+            }],
         };
         assert!(c.to_text().contains("\nwatch 3 op=getattr,open job=7\n"));
+        assert!(c.to_text().contains("\ncost 3 metadata=4,getattr=1\n"));
         assert_eq!(StageConfig::from_text(&c.to_text()).unwrap(), c);
     }
 
@@ -302,6 +354,8 @@ mod tests {
             "pool 16 rate=1/s",
             "rule x rate=1/s",
             "rule 1 rate=1/s\nrule 1 rate=2/s",
+            "cost 16 open=2",
+            "cost 1 open=2\ncost 1 open=3",
         ] {
             assert!(
                 matches!(
@@ -311,5 +365,9 @@ mod tests {
                 "{text}"
             );
         }
+        assert!(matches!(
+            StageConfig::from_text("cost 1 open=0"),
+            Err(ConfigError::Cost { line: 1, .. })
+        ));
     }
 }

@@ -205,7 +205,11 @@ impl Gate<'_> {
         let mut coarse = 0;
         let mut first_cost = 0;
         for (k, (i, bytes)) in plan.channels().enumerate() {
-            let cost = if bytes { self.charged(i, size) } else { 1 };
+            let cost = if bytes {
+                self.charged(i, size)
+            } else {
+                self.compiled.cost(op, i)
+            };
             if k == 0 {
                 first_cost = cost;
             }
@@ -379,6 +383,13 @@ impl Gate<'_> {
                     _ => self.charged(i, ticket.size),
                 };
                 self.settle(ts, shard, owned, clock, i, cost, moved);
+            } else if self.compiled.weighs(i) {
+                // A weighed pool's units, beside its calls: what its controller shares.
+                bump(
+                    &shard.channels[i].bytes,
+                    self.compiled.cost(ticket.op, i),
+                    owned,
+                );
             }
         }
     }
@@ -425,7 +436,7 @@ mod tests {
 
     use super::*;
     use crate::bucket::Limit;
-    use crate::config::{Slotted, StageConfig};
+    use crate::config::{Slotted, SlottedCosts, StageConfig};
     use crate::rule::{Identity, Rule, parse_rule};
     use crate::segment::{Totals, fresh};
 
@@ -557,6 +568,63 @@ mod tests {
         assert_eq!(admit_counts, (1000, 1000, 1000, 0));
         assert_eq!(lane_counts, admit_counts);
         (from_batch, (admit_timed, lane_timed))
+    }
+
+    /// A pool that weighs its operations: a call of `unlink` (4 units) takes four of
+    /// the pool's units and a `getattr` one; the units are counted in the channel's
+    /// `bytes` beside its calls, no call of it goes through the batch lane (which takes
+    /// one unit), and a rule's channel still charges one call.
+    #[test]
+    fn a_weighed_pool_charges_each_call_its_operation_s_cost() {
+        let b = fresh();
+        // SAFETY: zeroed, aligned, lives for the test.
+        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let clock = Monotonic(Instant::now());
+        let pool = MAX_RULES;
+        // 1,000 units a second with a burst of 10: the 11th unit within a second waits.
+        seg.init(
+            "job 1\n",
+            &[
+                (0, Limit::new(1_000_000, 1_000_000)),
+                (pool, Limit::new(1000, 10)),
+            ],
+            clock.now_ns(),
+        )
+        .unwrap();
+        let mut compiled = compiled(&["op=unlink rate=1M/s"], &["md: class=metadata rate=1k/s"]);
+        let place = compiled.places().lookup(b"/scratch/x");
+        assert!(compiled.lone_count_channel(Op::Getattr, place).is_some());
+        compiled.set_costs(&[SlottedCosts {
+            slot: 0,
+            costs: "metadata=4,getattr=1".parse().unwrap(),
+        }]);
+        assert!(compiled.lone_count_channel(Op::Getattr, place).is_none());
+        assert_eq!(
+            (
+                compiled.cost(Op::Unlink, pool),
+                compiled.cost(Op::Getattr, pool),
+                compiled.cost(Op::Unlink, 0)
+            ),
+            (4, 1, 1)
+        );
+        let gate = Gate {
+            segment: seg,
+            compiled: &compiled,
+        };
+        let mut ts = ThreadState::new();
+        let t0 = clock.now_ns();
+        // Three unlinks (12 units) and two getattrs (2): 14 units, 4 past the burst.
+        for op in [Op::Unlink, Op::Getattr, Op::Unlink, Op::Getattr, Op::Unlink] {
+            let t = gate.admit(&mut ts, &clock, op, place, Size::Known(0));
+            gate.finish(&mut ts, &clock, t, 0);
+        }
+        let took = clock.now_ns() - t0;
+        let t = seg.totals();
+        assert_eq!((t.channels[pool].admitted, t.channels[pool].bytes), (5, 14));
+        assert_eq!((t.channels[0].admitted, t.channels[0].bytes), (3, 0));
+        // At 1,000 units a second the four past the burst take 4 ms; as calls, 5 would
+        // have passed within the burst at once.
+        assert!(took >= 3_000_000, "{took} ns");
     }
 
     /// A call the batch does not cover is left to `admit`, counted nowhere.

@@ -8,6 +8,7 @@
 //! - [`segment`]: the layout of the shared-memory segment a job's processes map;
 //! - [`path`]: lexical path resolution and the table of managed places;
 //! - [`classify`]: rules compiled per process into a per-operation table;
+//! - [`cost`]: what each operation costs a pool that weighs them;
 //! - [`gate`]: the admission path of one request (classify, reserve, wait, count);
 //! - [`observe`]: per-channel rates over an interval and the job's estimated demand;
 //! - [`config`]: the stage configuration as it travels in a segment;
@@ -28,6 +29,7 @@
 pub mod bucket;
 pub mod classify;
 pub mod config;
+pub mod cost;
 pub mod elf;
 pub mod gate;
 pub mod hostlist;

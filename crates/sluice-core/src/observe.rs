@@ -26,6 +26,17 @@ pub struct Watched {
     pub index: usize,
     /// Whether the channel counts bytes (admitted units are then bytes, else calls).
     pub bytes: bool,
+    /// Whether the channel is a pool that weighs its operations (admitted units are then
+    /// cost units, counted where a bytes channel counts its bytes).
+    pub weighed: bool,
+}
+
+impl Watched {
+    /// Whether the channel's units are counted in its `bytes` counter (bytes, or cost
+    /// units) rather than as calls.
+    fn in_units(&self) -> bool {
+        self.bytes || self.weighed
+    }
 }
 
 /// The counters of some channels at one instant.
@@ -52,6 +63,9 @@ pub struct ChannelRates {
     pub waiting: u32,
     /// Estimated units the job would have issued without this channel's limit.
     pub demand: f64,
+    /// Calls admitted, for a pool that weighs its operations (whose units are cost
+    /// units); 0 for any other channel, whose `admitted` says it.
+    pub calls: f64,
 }
 
 impl Snapshot {
@@ -67,7 +81,7 @@ impl Snapshot {
                     t.add_latency(l);
                 }
                 acc.add(&t);
-                per_channel.push((if w.bytes { t.bytes } else { t.admitted }, t.wait_ns));
+                per_channel.push((if w.in_units() { t.bytes } else { t.admitted }, t.wait_ns));
             }
             threads.push(per_channel);
         }
@@ -113,7 +127,7 @@ impl Snapshot {
             .map(|(c, w)| {
                 let now = &self.totals[c];
                 let then = prev.totals.get(c).copied().unwrap_or_default();
-                let units = |t: &ChannelTotal| if w.bytes { t.bytes } else { t.admitted };
+                let units = |t: &ChannelTotal| if w.in_units() { t.bytes } else { t.admitted };
                 let arrived = now.arrivals.saturating_sub(then.arrivals) as f64;
                 ChannelRates {
                     arrivals: arrived * unit_size(w, now, &then) / secs,
@@ -121,17 +135,22 @@ impl Snapshot {
                     wait: now.wait_ns.saturating_sub(then.wait_ns) as f64 / interval,
                     waiting: now.waiting.min(u32::MAX as u64) as u32,
                     demand: demand[c] / secs,
+                    calls: if w.weighed {
+                        now.admitted.saturating_sub(then.admitted) as f64 / secs
+                    } else {
+                        0.0
+                    },
                 }
             })
             .collect()
     }
 }
 
-/// The units one call that reached channel `w` counts for: 1, or for a bytes channel the
-/// mean size of the calls it admitted between `then` and `now` (since it opened, when it
-/// admitted none in the interval; 0 before it admitted any).
+/// The units one call that reached channel `w` counts for: 1, or for a bytes channel (a
+/// weighed pool) the mean size (cost) of the calls it admitted between `then` and `now`
+/// (since it opened, when it admitted none in the interval; 0 before it admitted any).
 fn unit_size(w: &Watched, now: &ChannelTotal, then: &ChannelTotal) -> f64 {
-    if !w.bytes {
+    if !w.in_units() {
         return 1.0;
     }
     let calls = now.admitted.saturating_sub(then.admitted);
@@ -161,6 +180,7 @@ mod tests {
         let watched = [Watched {
             index: 2,
             bytes: false,
+            weighed: false,
         }];
         let before = Snapshot::take(seg, &watched, 0);
         for (admitted, wait_ns) in [(500, 500_000_000), (300, 500_000_000), (1000, 0)] {
@@ -186,6 +206,7 @@ mod tests {
         let watched = [Watched {
             index: 70,
             bytes: true,
+            weighed: false,
         }];
         let before = Snapshot::take(seg, &watched, 0);
         let c = &seg.shard(seg.next_shard()).channels[70];
@@ -206,6 +227,7 @@ mod tests {
         let watched = [Watched {
             index: 66,
             bytes: true,
+            weighed: false,
         }];
         let c = &seg.shard(seg.next_shard()).channels[66];
         let count = |arrivals: u64, admitted: u64, bytes: u64| {
@@ -237,10 +259,12 @@ mod tests {
             Watched {
                 index: 1,
                 bytes: false,
+                weighed: false,
             },
             Watched {
                 index: 65,
                 bytes: false,
+                weighed: false,
             },
         ];
         let before = Snapshot::take(seg, &watched, 0);

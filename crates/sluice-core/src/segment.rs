@@ -345,7 +345,8 @@ pub struct ChannelCounter {
     pub arrivals: AtomicU64,
     /// Calls admitted.
     pub admitted: AtomicU64,
-    /// Bytes charged (bytes channels).
+    /// Bytes charged (bytes channels), or cost units charged (a pool that weighs its
+    /// operations, module [`crate::cost`]).
     pub bytes: AtomicU64,
     /// Nanoseconds callers spent waiting.
     pub wait_ns: AtomicU64,

@@ -154,6 +154,7 @@ fn load_config(segment: &'static Segment) -> Result<(State, String), String> {
     )
     .map_err(|e| e.to_string())?;
     compiled.set_latency_sample(latency_sample_of(&text));
+    compiled.set_costs(&config.costs);
     let state = State::new(segment, compiled, generation, identity);
     Ok((
         state,

@@ -155,6 +155,7 @@ impl State {
                         self.compiled()
                             .recompiled(&c.rules, &c.pools, &c.watches, &self.identity);
                     compiled.set_latency_sample(latency_sample_of(&text));
+                    compiled.set_costs(&c.costs);
                     compiled
                 });
                 match compiled {

@@ -667,6 +667,7 @@ pub(crate) fn node_job(job: &str, demand: f64) -> NodeJob {
         wait: 0.0,
         waiting: 0,
         demand,
+        calls: 0.0,
     };
     NodeJob {
         job: job.to_owned(),

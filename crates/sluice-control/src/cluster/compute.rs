@@ -160,6 +160,7 @@ impl<'a> Context<'a> {
                 let demand = demand(&obs);
                 demands[e] = demand;
                 g.all_usage += obs.admitted;
+                g.all_calls += obs.calls;
                 g.all_demand += demand;
                 g.all_arrivals += obs.arrivals;
                 g.all_wait += obs.wait;
@@ -180,6 +181,7 @@ impl<'a> Context<'a> {
                 rate: g.all_usage,
                 demand: g.all_demand,
                 arrivals: g.all_arrivals,
+                calls: g.all_calls,
                 wait: g.all_wait,
                 limit: setting
                     .limit
@@ -345,6 +347,8 @@ struct Gathered {
     all_usage: f64,
     all_demand: f64,
     all_arrivals: f64,
+    /// Calls admitted, over all its nodes (a weighed pool's; 0 for others).
+    all_calls: f64,
     all_wait: f64,
     /// Σ rates last pushed to its disconnected nodes.
     held: f64,

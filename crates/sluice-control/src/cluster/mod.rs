@@ -169,9 +169,13 @@ pub struct ChannelObs {
     pub waiting: u32,
     /// Units the job would have issued without the limit, as the node estimates it.
     pub demand: f64,
+    /// Calls admitted, for a pool that weighs its operations (its units are cost units);
+    /// 0 otherwise.
+    #[serde(default)]
+    pub calls: f64,
 }
 
-// The same five figures travel in the protocol and come out of the segment's counters.
+// The same figures travel in the protocol and come out of the segment's counters.
 impl From<crate::proto::ChannelObs> for ChannelObs {
     fn from(c: crate::proto::ChannelObs) -> Self {
         ChannelObs {
@@ -180,6 +184,7 @@ impl From<crate::proto::ChannelObs> for ChannelObs {
             wait: c.wait,
             waiting: c.waiting,
             demand: c.demand,
+            calls: c.calls,
         }
     }
 }
@@ -192,6 +197,7 @@ impl From<ChannelObs> for crate::proto::ChannelObs {
             wait: c.wait,
             waiting: c.waiting,
             demand: c.demand,
+            calls: c.calls,
         }
     }
 }
@@ -213,6 +219,7 @@ impl From<sluice_core::observe::ChannelRates> for ChannelObs {
             wait: r.wait,
             waiting: r.waiting,
             demand: r.demand,
+            calls: r.calls,
         }
     }
 }
@@ -227,6 +234,7 @@ impl From<ShareView> for crate::proto::PoolShare {
             weight: s.weight,
             wait: s.wait,
             arrivals: s.arrivals,
+            calls: s.calls,
         }
     }
 }

@@ -384,6 +384,7 @@ fn sanitize(obs: ChannelObs) -> ChannelObs {
         wait: rate(obs.wait),
         waiting: obs.waiting,
         demand: rate(obs.demand),
+        calls: rate(obs.calls),
     }
 }
 

@@ -18,6 +18,9 @@ pub struct ShareView {
     pub demand: f64,
     /// Calls per second that reached the gate, over all its nodes.
     pub arrivals: f64,
+    /// Calls admitted per second, over all its nodes, when the pool weighs its
+    /// operations (`rate` is then in cost units); 0 otherwise.
+    pub calls: f64,
     /// Thread-seconds per second its threads spent waiting, over all its nodes.
     pub wait: f64,
     /// The limit the algorithm was given: the setting, else the demand over its

@@ -47,6 +47,8 @@ struct RawPool {
     estimator: Option<Spanned<String>>,
     auto: Option<Spanned<RawAuto>>,
     tree: Option<Spanned<String>>,
+    /// `{ OP_OR_CLASS = UNITS, … }`.
+    costs: Option<Spanned<BTreeMap<String, toml::Value>>>,
 }
 
 /// `auto = { … }` of a pool whose capacity is "auto".
@@ -209,6 +211,32 @@ fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
     }
 }
 
+/// A pool's `costs`: whole units per operation or class, for a pool of calls.
+fn checked_costs(
+    spec: &PoolSpec,
+    costs: &BTreeMap<String, toml::Value>,
+) -> Result<sluice_core::cost::Costs, FieldError> {
+    if spec.capacity.unit == sluice_core::rule::Unit::Bytes {
+        return Err(FieldError::new(
+            "costs",
+            "a pool of bytes charges what each call moves; costs weigh the calls of a pool of calls",
+        ));
+    }
+    let units: Vec<(&str, String)> = costs
+        .iter()
+        .map(|(name, value)| match value {
+            toml::Value::Integer(n) => Ok((name.as_str(), n.to_string())),
+            other => Err(FieldError::new(
+                "costs",
+                format_args!("{name} = {other}: a cost is a whole number of units (unlink = 4)"),
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let costs = sluice_core::cost::Costs::new(units.iter().map(|(n, u)| (*n, u.as_str())))
+        .map_err(|e| FieldError::new("costs", e))?;
+    Ok(costs)
+}
+
 impl RawPool {
     fn check(&self) -> Result<PoolSpec, FieldError> {
         let params = match &self.params {
@@ -258,6 +286,9 @@ impl RawPool {
             self.estimator.as_ref().map(|e| e.get_ref().as_str()),
             tree,
         )?;
+        if let Some(costs) = &self.costs {
+            spec.costs = Some(checked_costs(&spec, costs.get_ref())?);
+        }
         if let Some(a) = auto {
             let target = match (&a.target_p99, &a.source, &a.target) {
                 (Some(p99), None, None) => Target::P99(p99),
@@ -313,6 +344,7 @@ impl RawPool {
             "min_share" => self.min_share.as_ref().map(Spanned::span),
             "estimator" => self.estimator.as_ref().map(Spanned::span),
             "auto" => self.auto.as_ref().map(Spanned::span),
+            "costs" => self.costs.as_ref().map(Spanned::span),
             _ => None,
         }
     }
@@ -570,6 +602,13 @@ pub(super) fn render(config: &ControlConfig) -> String {
             let _ = writeln!(out, "params = {{ {} }}", params.join(", "));
         }
         let _ = writeln!(out, "min_share = {}", float(pool.min_share));
+        if let Some(costs) = pool.costs.as_ref().filter(|c| c.entries().next().is_some()) {
+            let entries: Vec<String> = costs
+                .entries()
+                .map(|(name, units)| format!("{name} = {units}"))
+                .collect();
+            let _ = writeln!(out, "costs = {{ {} }}", entries.join(", "));
+        }
         // Only as set: a pool left to its algorithm's default follows a new algorithm's.
         if let Some(estimator) = pool.estimator {
             let _ = writeln!(out, "estimator = {}", quote(estimator.name()));

@@ -39,6 +39,9 @@ pub struct PoolSpec {
     /// weighted max-min at every level; its algorithm is then `drf` (the same division
     /// with a single level).
     pub tree: Option<TreeShape>,
+    /// `costs = { open = 4, unlink = 4, getattr = 1 }`: what each operation costs the
+    /// pool, in its units (a pool of calls only); `None`, one unit a call.
+    pub costs: Option<sluice_core::cost::Costs>,
 }
 
 /// How an automatic pool (`capacity = "auto"`) finds its capacity: see
@@ -314,6 +317,7 @@ impl PoolSpec {
             estimator: None,
             auto: None,
             tree: None,
+            costs: None,
         };
         if let Some(text) = tree {
             if algorithm != Self::TREE_ALGORITHM {

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use sluice_core::bucket::Limit;
-use sluice_core::config::{Slotted, StageConfig};
+use sluice_core::config::{Slotted, SlottedCosts, StageConfig};
+use sluice_core::cost::Costs;
 use sluice_core::observe::{Snapshot, Watched};
 use sluice_core::rule::{Rule, Unit, parse_rule};
 use sluice_core::segment::{Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError};
@@ -77,6 +78,8 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// Pool name → the conditions of its watch (see [`StageConfig::watches`]), checked.
     pub watches: BTreeMap<String, String>,
+    /// Pool name → what each operation costs it (see [`StageConfig::costs`]), checked.
+    pub costs: BTreeMap<String, Costs>,
 }
 
 impl Policy {
@@ -92,10 +95,21 @@ impl Policy {
             Slotted::watch(0, conditions)
                 .map_err(|e| anyhow::anyhow!("watch of pool {pool} '{conditions}': {e}"))?;
         }
+        let costs = p
+            .costs
+            .iter()
+            .map(|(pool, text)| {
+                let costs = text
+                    .parse::<Costs>()
+                    .map_err(|e| anyhow::anyhow!("costs of pool {pool} '{text}': {e}"))?;
+                Ok((pool.clone(), costs))
+            })
+            .collect::<Result<_>>()?;
         Ok(Policy {
             pools: parse(&p.pools)?,
             rules: parse(&p.rules)?,
             watches: p.watches.clone(),
+            costs,
         })
     }
 }
@@ -192,6 +206,16 @@ impl LocalJob {
                 Some(Slotted::watch(p.slot, conditions).expect("checked by Policy::from_proto"))
             })
             .collect();
+        let costs = pools
+            .iter()
+            .filter_map(|p| {
+                let costs = policy.costs.get(p.rule.name.as_deref()?)?;
+                Some(SlottedCosts {
+                    slot: p.slot,
+                    costs: costs.clone(),
+                })
+            })
+            .collect();
         Ok(StageConfig {
             job: record.job.clone(),
             user: Some(record.user.clone()).filter(|u| !u.is_empty()),
@@ -200,6 +224,7 @@ impl LocalJob {
             rules,
             pools,
             watches,
+            costs,
         })
     }
 
@@ -488,11 +513,25 @@ fn watched(config: &StageConfig) -> (Vec<Channel>, Vec<Watched>) {
         let name = s.rule.name.clone().unwrap_or_default();
         (Channel::Pool(name), MAX_RULES + s.slot as usize, &s.rule)
     });
+    let weighed = |index: usize| {
+        config
+            .costs
+            .iter()
+            .any(|c| MAX_RULES + c.slot as usize == index && !c.costs.is_flat())
+    };
     rules
         .chain(pools)
         .map(|(c, index, rule)| {
             let bytes = rule.rate.unit == Unit::Bytes;
-            (c, Watched { index, bytes })
+            let weighed = weighed(index);
+            (
+                c,
+                Watched {
+                    index,
+                    bytes,
+                    weighed,
+                },
+            )
         })
         .collect()
 }

@@ -79,6 +79,9 @@ struct SavedPolicy {
     /// Absent from a state directory written before pools had watches.
     #[serde(default)]
     watches: std::collections::BTreeMap<String, String>,
+    /// Absent from a state directory written before pools had costs.
+    #[serde(default)]
+    costs: std::collections::BTreeMap<String, String>,
 }
 
 fn policy_path(state_dir: &Path) -> PathBuf {
@@ -92,6 +95,11 @@ pub fn save_policy(state_dir: &Path, policy: &super::Policy) {
         pools: policy.pools.iter().map(ToString::to_string).collect(),
         rules: policy.rules.iter().map(ToString::to_string).collect(),
         watches: policy.watches.clone(),
+        costs: policy
+            .costs
+            .iter()
+            .map(|(pool, costs)| (pool.clone(), costs.to_string()))
+            .collect(),
     };
     let text = serde_json::to_vec_pretty(&saved).expect("a policy serializes");
     if let Err(e) = write_atomically(&policy_path(state_dir), &text) {
@@ -115,6 +123,7 @@ pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
                 rules: saved.rules,
                 interval_s: 0.0,
                 watches: saved.watches,
+                costs: saved.costs,
             })
         });
     match policy {

@@ -127,31 +127,60 @@ pub fn rate_in(units: &BTreeMap<String, Unit>, pool: &str, per_sec: f64) -> Stri
 
 /// `sluice jobs`: a row per job and pool (a job in no pool has one row of dashes), in the
 /// pools' units, then a line per segment note, then a line per executable of a job outside
-/// the stage or using io_uring.
+/// the stage or using io_uring. When a pool weighs its operations (its units are cost
+/// units), a column CALLS after NODES gives the calls per second beside the units of RATE.
 pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
+    let weighed = reply
+        .jobs
+        .iter()
+        .any(|j| j.pools.values().any(|s| s.calls > 0.0));
+    let calls = |s: Option<&crate::proto::PoolShare>| -> String {
+        match (weighed, s) {
+            (false, _) => String::new(),
+            (true, Some(s)) if s.calls > 0.0 => {
+                format!("  {}", format_rate_approx(s.calls, Unit::Ops))
+            }
+            (true, _) => "  -".to_owned(),
+        }
+    };
     let mut out = format!(
-        "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES\n",
-        "JOB", "USER", "POOL", "ALLOCATION", "RATE", "DEMAND", "WAIT"
+        "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES{}\n",
+        "JOB",
+        "USER",
+        "POOL",
+        "ALLOCATION",
+        "RATE",
+        "DEMAND",
+        "WAIT",
+        if weighed { "  CALLS" } else { "" }
     );
     for j in &reply.jobs {
         let nodes = hostlist::compress(&j.nodes);
         if j.pools.is_empty() {
             out += &format!(
-                "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  {nodes}\n",
-                j.job, j.user, "-", "-", "-", "-", "-"
+                "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  {nodes}{}\n",
+                j.job,
+                j.user,
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                calls(None)
             );
         }
         for (pool, s) in &j.pools {
             let rate = |v| rate_in(units, pool, v);
             out += &format!(
-                "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5.2}  {nodes}\n",
+                "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5.2}  {nodes}{}\n",
                 j.job,
                 j.user,
                 pool,
                 rate(s.allocation),
                 rate(s.rate),
                 rate(s.demand),
-                s.wait
+                s.wait,
+                calls(Some(s))
             );
         }
     }

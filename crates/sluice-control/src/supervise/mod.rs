@@ -220,6 +220,7 @@ impl Judge {
             self.config.rules = config.rules;
             self.config.pools = config.pools;
             self.config.watches = config.watches;
+            self.config.costs = config.costs;
             self.text = text;
             self.generation = generation;
             self.compiled.clear();
@@ -236,6 +237,7 @@ impl Judge {
                 Compiled::new(&c.rules, &c.pools, &c.watches, &id, self.mounts.as_deref())
                     .map_err(|e| e.to_string())?;
             compiled.set_latency_sample(latency_sample_of(&self.text));
+            compiled.set_costs(&c.costs);
             self.compiled.insert(exe.to_owned(), compiled);
         }
         Ok(&self.compiled[exe])

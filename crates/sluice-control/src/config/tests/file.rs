@@ -234,7 +234,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`"
+         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`, `costs`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
@@ -533,4 +533,41 @@ fn a_tree_pool_and_its_shares_are_read_and_written_back() {
     let psfa_tree =
         "[[pool]]\nname = \"bw\"\ncapacity = \"1GiB/s\"\nalgorithm = \"psfa\"\ntree = \"job\"\n";
     assert!(ControlConfig::parse(psfa_tree).is_err());
+}
+
+/// A pool's `costs`: read, written back, and refused for a pool of bytes or with a name
+/// or a number that is not one.
+#[test]
+fn a_pools_costs_are_read_written_and_checked() {
+    let pool = |capacity: &str, costs: &str| {
+        format!(
+            "[[pool]]\nname = \"md\"\nmatch = \"class=metadata,directory\"\n\
+             capacity = \"{capacity}\"\nalgorithm = \"psfa\"\ncosts = {costs}\n"
+        )
+    };
+    let config =
+        ControlConfig::parse(&pool("4k/s", "{ mknod = 4, unlink = 4, getattr = 1 }")).unwrap();
+    let costs = config.pools[0].costs.as_ref().unwrap();
+    assert_eq!(costs.of(sluice_core::op::Op::Mknod), 4);
+    assert_eq!(costs.of(sluice_core::op::Op::Open), 1);
+    let written = config.to_toml();
+    assert!(
+        written.contains("costs = { getattr = 1, mknod = 4, unlink = 4 }"),
+        "{written}"
+    );
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    assert!(
+        !ControlConfig::parse(&pool("4k/s", "{}"))
+            .unwrap()
+            .to_toml()
+            .contains("costs")
+    );
+    assert_eq!(
+        error(&pool("1GiB/s", "{ read = 4 }").replace("class=metadata,directory", "class=data")),
+        "config:6: pool[1] \"md\": costs: a pool of bytes charges what each call moves; \
+         costs weigh the calls of a pool of calls"
+    );
+    assert!(error(&pool("4k/s", "{ stat = 2 }")).contains("'stat' is neither an operation"));
+    assert!(error(&pool("4k/s", "{ mknod = 2.5 }")).contains("a whole number of units"));
+    assert!(error(&pool("4k/s", "{ mknod = 0 }")).contains("from 1 to 1000"));
 }
