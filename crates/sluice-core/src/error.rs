@@ -1,0 +1,96 @@
+//! Whose fault an error is: what the administrator typed (a bad rule, an unknown job, a
+//! refused change), or the system's (a file that cannot be written, a controller that does
+//! not answer).
+//!
+//! Every library error of sluice says which, through [`Blame`]; the binary reads it off
+//! the error's chain once to choose its exit code (2 for the administrator's input, 1 for
+//! the system's), so that no room has to know about exit codes and the binary has to know
+//! about no room's error types. Each crate lists its own error types in one function
+//! (this module's [`fault`] for the shared ones), and each such function asks the crates
+//! below it, so the binary asks the topmost crate only.
+//!
+//! ```
+//! use sluice_core::error::{Blame, Fault, Usage, fault};
+//! let e = Usage("--seconds must be at least 10".into());
+//! assert_eq!(e.fault(), Fault::Input);
+//! assert_eq!(fault(&e), Some(Fault::Input));
+//! ```
+
+use std::error::Error;
+
+/// Whose fault an error is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// What the administrator gave: nothing was changed or run, and the same input will
+    /// fail again (exit code 2).
+    Input,
+    /// A failure while working: a file, a process, a controller, the network (exit
+    /// code 1).
+    System,
+}
+
+/// An error that knows whose fault it is.
+pub trait Blame: Error {
+    /// Whose fault this error is; an error that wraps another's usually asks its source.
+    fn fault(&self) -> Fault;
+}
+
+/// Bad input found by a command itself (a flag out of range, two flags that exclude each
+/// other): the administrator's fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+impl Blame for Usage {
+    fn fault(&self) -> Fault {
+        Fault::Input
+    }
+}
+
+/// Whose fault `cause` is, when it is one of `$types` (a list kept beside the types, one
+/// per crate; the binary walks an error's chain with the topmost crate's).
+#[macro_export]
+macro_rules! blame_of {
+    ($cause:expr; $($t:ty),+ $(,)?) => {{
+        let cause: &(dyn ::std::error::Error + 'static) = $cause;
+        None$(.or_else(|| cause.downcast_ref::<$t>().map($crate::error::Blame::fault)))+
+    }};
+}
+
+/// Whose fault `cause` is, for the error types of this crate; `None` for any other type.
+pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
+    blame_of!(cause;
+        Usage,
+        crate::rule::ParseError,
+        crate::rule::RulesFileError,
+        crate::path::PlaceError,
+        crate::config::ConfigError,
+        crate::hostlist::HostlistError,
+        crate::op::UnknownName,
+        crate::segment::SegmentError,
+    )
+}
+
+/// Implements [`Blame`] for error types that are wholly one fault.
+macro_rules! all_one {
+    ($fault:ident: $($t:ty),+ $(,)?) => {
+        $(impl Blame for $t {
+            fn fault(&self) -> Fault {
+                Fault::$fault
+            }
+        })+
+    };
+}
+
+// What an administrator writes: rules, places, stage configuration, node lists,
+// operation names. A rules file that cannot be read is the one the administrator named.
+all_one!(Input:
+    crate::rule::ParseError,
+    crate::rule::RulesFileError,
+    crate::path::PlaceError,
+    crate::config::ConfigError,
+    crate::hostlist::HostlistError,
+    crate::op::UnknownName,
+);
+// A segment that does not hold what the stage wrote: the system's.
+all_one!(System: crate::segment::SegmentError);
