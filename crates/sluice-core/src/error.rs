@@ -94,3 +94,38 @@ all_one!(Input:
 );
 // A segment that does not hold what the stage wrote: the system's.
 all_one!(System: crate::segment::SegmentError);
+
+/// An error and its causes on one line, outermost first, as an administrator reads it in
+/// a log or on a terminal: `cannot connect to unix:/run/sluice/local.sock: No such file or
+/// directory`. A cause whose text the line already holds is not repeated, and a cause
+/// that spreads over several lines (TOML's) is put on one.
+///
+/// ```
+/// use sluice_core::error::Chain;
+/// let e = std::io::Error::other("disk full");
+/// assert_eq!(Chain(&e).to_string(), "disk full");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut line = String::new();
+        for cause in causes(self.0) {
+            let text = cause.to_string();
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !line.contains(&text) {
+                if !line.is_empty() {
+                    line.push_str(": ");
+                }
+                line.push_str(&text);
+            }
+        }
+        f.write_str(&line)
+    }
+}
+
+/// `e`, then its source, then that one's, and so on.
+pub fn causes<'a>(e: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(e), |c: &&'a (dyn Error + 'static)| (*c).source())
+}
