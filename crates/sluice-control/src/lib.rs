@@ -43,6 +43,7 @@ pub mod cluster;
 pub mod config;
 pub mod coordinator;
 pub mod daemon;
+pub mod error;
 pub mod global;
 pub mod held_file;
 pub mod http;
