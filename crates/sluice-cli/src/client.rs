@@ -8,9 +8,8 @@ use anyhow::{Context, Result};
 use sluice_control::config::parse_duration;
 use sluice_control::proto::admin_client::AdminClient;
 use sluice_control::transport::{
-    Bearer, ConnectOptions, Endpoint, NoAnswer, connect, read_token_file, within,
+    Bearer, CallError, ConnectOptions, Endpoint, NoAnswer, connect, read_token_file, within,
 };
-use tonic::Code;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
@@ -123,15 +122,10 @@ impl ServerArgs {
     }
 }
 
-/// A refused call as an error: what the administrator got wrong (invalid, not found, not
-/// allowed) exits 2, anything else 1.
+/// A refused call as an error: its message is the controller's, and whose fault it is
+/// (invalid, not found, not allowed: the administrator's) is [`CallError`]'s to say.
 pub fn refused(status: tonic::Status) -> anyhow::Error {
-    match status.code() {
-        Code::InvalidArgument | Code::NotFound | Code::PermissionDenied | Code::Unauthenticated => {
-            Usage(status.message().to_owned()).into()
-        }
-        _ => anyhow::anyhow!("{}", status.message()),
-    }
+    CallError::Status(status).into()
 }
 
 /// Runs `f` on a small runtime of its own.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use sluice_control::config::format_duration;
 use sluice_control::site::{Role, Site};
+use sluice_core::error::Chain;
 
 /// Controller configurations: check them before a daemon reads them.
 #[derive(clap::Subcommand, Debug)]
@@ -68,8 +69,8 @@ impl CheckArgs {
                     Some(role) => format!(" (checked as a {} configuration)", role.name()),
                     None => String::new(),
                 };
-                eprintln!("sluice: {}{checked}", crate::one_line(&e));
-                return Ok(if crate::is_bad_input(&e) { 2 } else { 1 });
+                eprintln!("sluice: {}{checked}", Chain(&e));
+                return Ok(crate::exit_code(&e));
             }
         };
         let role = given.unwrap_or_else(|| Role::of(&site.config));

@@ -244,7 +244,12 @@ impl JobSpec {
             let gid = sluice_control::identity::primary_gid(uid).unwrap_or(uid);
             (uid, gid)
         });
-        SegmentFile::create(Path::new(SHM_DIR).join(name), config, &[], owner)
+        Ok(SegmentFile::create(
+            Path::new(SHM_DIR).join(name),
+            config,
+            &[],
+            owner,
+        )?)
     }
 
     /// Everything the stage needs, checked before anything runs; `command` names the
