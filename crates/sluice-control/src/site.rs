@@ -13,6 +13,7 @@ use std::sync::Arc;
 use sluice_core::error::{Blame, Fault};
 
 use crate::admin::Auth;
+use crate::config::format_duration;
 use crate::config::{ControlConfig, DEFAULT_STALE_AFTER};
 use crate::tls::TlsError;
 use crate::tls::{ServerConfig, server_config};
@@ -156,5 +157,38 @@ impl Site {
             }
         }
         out
+    }
+
+    /// What the configuration holds, on one line, for a daemon of `role`.
+    pub fn summary(&self, role: Role) -> String {
+        let c = &self.config;
+        let mut parts = Vec::new();
+        if role == Role::Global || !c.pools.is_empty() || !c.rules.is_empty() {
+            parts.push(format!(
+                "{} pool(s), {} rule(s), {} job setting(s)",
+                c.pools.len(),
+                c.rules.len(),
+                c.jobs.len()
+            ));
+        }
+        parts.push(format!("interval {}", format_duration(c.interval)));
+        let admin = &c.admin;
+        let mut who = vec!["root".to_owned()];
+        who.extend(admin.users.iter().cloned());
+        if let Some(g) = &admin.group {
+            who.push(format!("group {g}"));
+        }
+        parts.push(format!("changes by {}", who.join(", ")));
+        if let Some(t) = &admin.token_file {
+            parts.push(format!("token file {}", t.display()));
+        }
+        if self.tls.is_some() {
+            let clients = match admin.client_ca {
+                Some(_) => " with client certificates",
+                None => "",
+            };
+            parts.push(format!("TLS{clients}"));
+        }
+        parts.join("; ")
     }
 }
