@@ -47,6 +47,7 @@ pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
         crate::segment_file::SegmentFileError,
         crate::local::LocalError,
         crate::daemon::DaemonError,
+        crate::admin_client::AskError,
     )
     .or_else(|| sluice_core::error::fault(cause))
     .or_else(|| policy_fault(cause))

@@ -37,6 +37,7 @@
 //!   MDS's admin socket, a Lustre MDT's statistics).
 
 pub mod admin;
+pub mod admin_client;
 pub mod audit;
 pub mod clock;
 pub mod cluster;
