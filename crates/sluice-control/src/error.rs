@@ -8,8 +8,8 @@
 
 use std::error::Error;
 
-use sluice_core::blame_of;
 use sluice_core::error::{Blame, Fault};
+use sluice_core::{blame_all, blame_of};
 
 use crate::cluster::ClusterError;
 use crate::config::{AdminError, ConfigError, DurationError};
@@ -61,23 +61,12 @@ fn policy_fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
     input.then_some(Fault::Input)
 }
 
-/// Implements [`Blame`] for error types that are wholly one fault.
-macro_rules! all_one {
-    ($fault:ident: $($t:ty),+ $(,)?) => {
-        $(impl Blame for $t {
-            fn fault(&self) -> Fault {
-                Fault::$fault
-            }
-        })+
-    };
-}
-
 // What an administrator writes: a configuration file (one that cannot be read is the one
 // they named), an interval, an admin change, a pool's settings, a source's text, the
 // rules and places of `sluice run`.
-all_one!(Input: ConfigError, DurationError, AdminError, ClusterError, LaunchError);
+blame_all!(Input: ConfigError, DurationError, AdminError, ClusterError, LaunchError);
 // Processes, Slurm's database, a job's segment, a peer that broke the protocol.
-all_one!(System: ProgramError, SlurmSharesError, SuperviseError, Refused);
+blame_all!(System: ProgramError, SlurmSharesError, SuperviseError, Refused);
 
 impl Blame for ChangeError {
     fn fault(&self) -> Fault {

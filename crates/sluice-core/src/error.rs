@@ -41,12 +41,6 @@ pub trait Blame: Error {
 #[error("{0}")]
 pub struct Usage(pub String);
 
-impl Blame for Usage {
-    fn fault(&self) -> Fault {
-        Fault::Input
-    }
-}
-
 /// Whose fault `cause` is, when it is one of `$types` (a list kept beside the types, one
 /// per crate; the binary walks an error's chain with the topmost crate's).
 #[macro_export]
@@ -71,12 +65,14 @@ pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
     )
 }
 
-/// Implements [`Blame`] for error types that are wholly one fault.
-macro_rules! all_one {
+/// Implements [`Blame`] for error types that are wholly one fault:
+/// `blame_all!(Input: ParseError, PlaceError)`.
+#[macro_export]
+macro_rules! blame_all {
     ($fault:ident: $($t:ty),+ $(,)?) => {
-        $(impl Blame for $t {
-            fn fault(&self) -> Fault {
-                Fault::$fault
+        $(impl $crate::error::Blame for $t {
+            fn fault(&self) -> $crate::error::Fault {
+                $crate::error::Fault::$fault
             }
         })+
     };
@@ -84,7 +80,8 @@ macro_rules! all_one {
 
 // What an administrator writes: rules, places, stage configuration, node lists,
 // operation names. A rules file that cannot be read is the one the administrator named.
-all_one!(Input:
+blame_all!(Input:
+    Usage,
     crate::rule::ParseError,
     crate::rule::RulesFileError,
     crate::path::PlaceError,
@@ -93,7 +90,7 @@ all_one!(Input:
     crate::op::UnknownName,
 );
 // A segment that does not hold what the stage wrote: the system's.
-all_one!(System: crate::segment::SegmentError);
+blame_all!(System: crate::segment::SegmentError);
 
 /// An error and its causes on one line, outermost first, as an administrator reads it in
 /// a log or on a terminal: `cannot connect to unix:/run/sluice/local.sock: No such file or

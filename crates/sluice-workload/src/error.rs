@@ -4,8 +4,8 @@
 
 use std::error::Error;
 
-use sluice_core::blame_of;
 use sluice_core::error::{Blame, Fault};
+use sluice_core::{blame_all, blame_of};
 
 use crate::experiment::ExperimentError;
 use crate::harness::HarnessError;
@@ -20,19 +20,10 @@ pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
         .or_else(|| sluice_control::error::fault(cause))
 }
 
-impl Blame for LoadError {
-    /// An operation that cannot be generated, or a directory that was given.
-    fn fault(&self) -> Fault {
-        Fault::Input
-    }
-}
-
-impl Blame for TraceError {
-    /// A trace the administrator named that cannot be read or does not parse.
-    fn fault(&self) -> Fault {
-        Fault::Input
-    }
-}
+// An operation that cannot be generated, a directory or a trace the administrator named.
+blame_all!(Input: LoadError, TraceError);
+// Processes of the harness, a chart that cannot be drawn.
+blame_all!(System: HarnessError, PlotError);
 
 impl Blame for ExperimentError {
     fn fault(&self) -> Fault {
@@ -40,17 +31,5 @@ impl Blame for ExperimentError {
             true => Fault::Input,
             false => Fault::System,
         }
-    }
-}
-
-impl Blame for HarnessError {
-    fn fault(&self) -> Fault {
-        Fault::System
-    }
-}
-
-impl Blame for PlotError {
-    fn fault(&self) -> Fault {
-        Fault::System
     }
 }
