@@ -120,9 +120,9 @@ fn main() {
 }
 
 /// Says why `e` failed on one line, and returns its exit code: 2 when it was the
-/// administrator's input (nothing was changed or run), 1 when the system failed. The
-/// outermost error of the chain that knows whose fault it is decides (each library error
-/// does, through `sluice_core::error::Blame`).
+/// administrator's input (nothing was changed or run), 1 when the system failed. Each
+/// library error says whose fault it is (`sluice_core::error::Blame`); any error of the
+/// chain that is the administrator's makes it theirs, whatever wraps it.
 pub fn failed(e: &(dyn std::error::Error + 'static)) -> i32 {
     eprintln!("sluice: {}", Chain(e));
     exit_code(e)
@@ -130,9 +130,6 @@ pub fn failed(e: &(dyn std::error::Error + 'static)) -> i32 {
 
 /// The exit code of a failure (see [`failed`]).
 pub fn exit_code(e: &(dyn std::error::Error + 'static)) -> i32 {
-    let fault = causes(e).find_map(sluice_workload::error::fault);
-    match fault {
-        Some(Fault::Input) => 2,
-        Some(Fault::System) | None => 1,
-    }
+    let input = causes(e).any(|c| sluice_workload::error::fault(c) == Some(Fault::Input));
+    if input { 2 } else { 1 }
 }
