@@ -1,18 +1,13 @@
 //! How the command line reaches the controllers: the local controller's socket, or a
-//! `--server` URL, and gRPC errors worded as sluice's errors (bad input exits 2).
+//! `--server` URL (sluice_control::admin_client does the asking).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use sluice_control::admin_client::AdminTarget;
 use sluice_control::config::parse_duration;
-use sluice_control::proto::admin_client::AdminClient;
-use sluice_control::transport::{
-    Bearer, ConnectOptions, Endpoint, NoAnswer, connect, read_token_file, within,
-};
-use tonic::Code;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
+use sluice_control::transport::Endpoint;
 
 use crate::Usage;
 
@@ -59,8 +54,7 @@ pub fn deadline(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// An Admin client with its token.
-pub type Admin = AdminClient<InterceptedService<Channel, Bearer>>;
+pub use sluice_control::admin_client::Admin;
 
 impl ServerArgs {
     /// The controller's address.
@@ -71,74 +65,22 @@ impl ServerArgs {
         })
     }
 
-    /// Connects to the controller, within the deadline.
-    pub async fn admin(&self) -> Result<Admin> {
-        let endpoint = self.endpoint()?;
-        self.within(&endpoint, async {
-            let token = match &self.token_file {
-                Some(p) => Some(read_token_file(p)?),
-                None => None,
-            };
-            let options = ConnectOptions {
-                connect_timeout: self.deadline,
-                token,
-                ca_file: self.ca.clone(),
-                identity: None,
-            };
-            let channel = connect(&endpoint, &options)
-                .await
-                .with_context(|| format!("cannot reach the controller at {endpoint}"))?;
-            Ok(AdminClient::with_interceptor(channel, options.bearer()?))
-        })
-        .await
-    }
-
-    /// Runs `call` (on a client from [`ServerArgs::admin`]) within the deadline.
-    pub async fn within<T>(
-        &self,
-        endpoint: &Endpoint,
-        call: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        within(endpoint, self.deadline, call).await.map_err(|e| {
-            match e.downcast_ref::<NoAnswer>() {
-                Some(late) => anyhow::anyhow!(
-                    "the controller at {late}: is it stopped or overloaded? (--deadline waits longer)"
-                ),
-                None => e,
-            }
+    /// The controller to ask, and how.
+    pub fn target(&self) -> Result<AdminTarget> {
+        Ok(AdminTarget {
+            endpoint: self.endpoint()?,
+            deadline: self.deadline,
+            token_file: self.token_file.clone(),
+            ca: self.ca.clone(),
         })
     }
 
-    /// Connects and makes one call, `ask`, all within the deadline, on a runtime of its
-    /// own; returns the controller's answer.
+    /// Connects and makes one call, `ask`, all within the deadline; returns the
+    /// controller's answer.
     pub fn ask<T>(
         &self,
         ask: impl AsyncFnOnce(&mut Admin) -> Result<tonic::Response<T>, tonic::Status>,
     ) -> Result<T> {
-        let endpoint = self.endpoint()?;
-        block_on(self.within(&endpoint, async {
-            let mut admin = self.admin().await?;
-            Ok(ask(&mut admin).await.map_err(refused)?.into_inner())
-        }))
+        Ok(self.target()?.ask(ask)?)
     }
-}
-
-/// A refused call as an error: what the administrator got wrong (invalid, not found, not
-/// allowed) exits 2, anything else 1.
-pub fn refused(status: tonic::Status) -> anyhow::Error {
-    match status.code() {
-        Code::InvalidArgument | Code::NotFound | Code::PermissionDenied | Code::Unauthenticated => {
-            Usage(status.message().to_owned()).into()
-        }
-        _ => anyhow::anyhow!("{}", status.message()),
-    }
-}
-
-/// Runs `f` on a small runtime of its own.
-fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(f)
 }

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use sluice_control::config::format_duration;
 use sluice_control::site::{Role, Site};
+use sluice_core::error::Chain;
 
 /// Controller configurations: check them before a daemon reads them.
 #[derive(clap::Subcommand, Debug)]
@@ -68,8 +68,8 @@ impl CheckArgs {
                     Some(role) => format!(" (checked as a {} configuration)", role.name()),
                     None => String::new(),
                 };
-                eprintln!("sluice: {}{checked}", crate::one_line(&e));
-                return Ok(if crate::is_bad_input(&e) { 2 } else { 1 });
+                eprintln!("sluice: {}{checked}", Chain(&e));
+                return Ok(crate::exit_code(&e));
             }
         };
         let role = given.unwrap_or_else(|| Role::of(&site.config));
@@ -81,44 +81,11 @@ impl CheckArgs {
             "{}: a valid {} configuration{how}: {}",
             self.file.display(),
             role.name(),
-            summary(&site, role)
+            site.summary(role)
         );
         for ignored in site.ignored(role) {
             println!("note: {ignored}");
         }
         Ok(0)
     }
-}
-
-/// What the configuration holds, on one line.
-fn summary(site: &Site, role: Role) -> String {
-    let c = &site.config;
-    let mut parts = Vec::new();
-    if role == Role::Global || !c.pools.is_empty() || !c.rules.is_empty() {
-        parts.push(format!(
-            "{} pool(s), {} rule(s), {} job setting(s)",
-            c.pools.len(),
-            c.rules.len(),
-            c.jobs.len()
-        ));
-    }
-    parts.push(format!("interval {}", format_duration(c.interval)));
-    let admin = &c.admin;
-    let mut who = vec!["root".to_owned()];
-    who.extend(admin.users.iter().cloned());
-    if let Some(g) = &admin.group {
-        who.push(format!("group {g}"));
-    }
-    parts.push(format!("changes by {}", who.join(", ")));
-    if let Some(t) = &admin.token_file {
-        parts.push(format!("token file {}", t.display()));
-    }
-    if site.tls.is_some() {
-        let clients = match admin.client_ca {
-            Some(_) => " with client certificates",
-            None => "",
-        };
-        parts.push(format!("TLS{clients}"));
-    }
-    parts.join("; ")
 }

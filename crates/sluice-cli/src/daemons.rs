@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sluice_control::config::parse_duration;
-use sluice_control::daemon::{GlobalOptions, LocalOptions, run_global, run_local};
+use sluice_control::daemon::{DaemonError, GlobalOptions, LocalOptions, run_global, run_local};
 use sluice_control::segment_file::SHM_DIR;
 use sluice_control::site::Role;
 use sluice_control::tls::ClientIdentity;
@@ -52,14 +52,17 @@ pub struct LogArgs {
 }
 
 /// Runs `daemon` on a runtime of its own until it returns (on SIGTERM or SIGINT).
-fn run_daemon(log: &LogArgs, daemon: impl std::future::Future<Output = Result<()>>) -> Result<i32> {
+fn run_daemon(
+    log: &LogArgs,
+    daemon: impl std::future::Future<Output = Result<(), DaemonError>>,
+) -> Result<i32> {
     init_log(log.log_format);
     let rt = runtime()?;
     let result = rt.block_on(daemon);
     // What is still running (held attachments, HTTP connections) is dropped, not waited
     // for: a stopped daemon is gone within its grace period.
     rt.shutdown_timeout(Duration::from_millis(100));
-    result.map(|()| 0)
+    Ok(result.map(|()| 0)?)
 }
 
 fn init_log(format: LogFormat) {

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use sluice_workload::experiment::{self, CommandOptions, DataOptions};
 
-use crate::Usage;
-
 /// Run scenarios and compare their set-ups.
 #[derive(clap::Subcommand, Debug)]
 pub enum ExperimentCmd {
@@ -106,11 +104,7 @@ impl ExperimentCmd {
     /// Runs the subcommand.
     pub fn run(self) -> Result<i32> {
         match self {
-            ExperimentCmd::Run(a) => experiment::run(&a.scenario, a.out.as_deref(), &a.setups)
-                .map_err(|e| match e.is_input() {
-                    true => Usage(e.to_string()).into(),
-                    false => e.into(),
-                }),
+            ExperimentCmd::Run(a) => Ok(experiment::run(&a.scenario, a.out.as_deref(), &a.setups)?),
             ExperimentCmd::Compare(a) => experiment::compare(&a.dirs),
             ExperimentCmd::Data(a) => DataOptions {
                 spec: a.spec,

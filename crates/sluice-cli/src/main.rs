@@ -23,6 +23,7 @@ mod top;
 mod trace;
 
 use clap::{Parser, Subcommand};
+use sluice_core::error::{Chain, Fault, causes};
 
 /// I/O quality of service for HPC clusters: hold the file-system requests of jobs to the
 /// rates an administrator sets, per job, user, operation and class, from the compute
@@ -88,17 +89,8 @@ enum Command {
     Supervise(supervise_cmd::SuperviseArgs),
 }
 
-/// Bad input: reported with exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
+/// Bad input found by a subcommand itself: reported with exit code 2.
+pub use sluice_core::error::Usage;
 
 fn main() {
     let cli = Cli::parse();
@@ -128,43 +120,22 @@ fn main() {
     };
     let code = match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("sluice: {}", one_line(&e));
-            if is_bad_input(&e) { 2 } else { 1 }
-        }
+        Err(e) => failed(&*e),
     };
     std::process::exit(code);
 }
 
-/// The error and its causes on one line, outermost first; a cause whose text the line
-/// already holds is not repeated.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    // Some causes (TOML's, for one) spread over several lines: an error is one line here.
-    for cause in e.chain().map(|c| {
-        c.to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    }) {
-        if !line.contains(&cause) {
-            if !line.is_empty() {
-                line.push_str(": ");
-            }
-            line.push_str(&cause);
-        }
-    }
-    line
+/// Says why `e` failed on one line, and returns its exit code: 2 when it was the
+/// administrator's input (nothing was changed or run), 1 when the system failed. Each
+/// library error says whose fault it is (`sluice_core::error::Blame`); any error of the
+/// chain that is the administrator's makes it theirs, whatever wraps it.
+pub fn failed(e: &(dyn std::error::Error + 'static)) -> i32 {
+    eprintln!("sluice: {}", Chain(e));
+    exit_code(e)
 }
 
-/// Errors about what the administrator typed, as opposed to failures while working.
-fn is_bad_input(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.is::<Usage>()
-            || c.is::<sluice_core::rule::ParseError>()
-            || c.is::<sluice_core::rule::RulesFileError>()
-            || c.is::<sluice_core::path::PlaceError>()
-            || c.is::<sluice_workload::load::LoadError>()
-            || c.is::<sluice_control::config::ConfigError>()
-    })
+/// The exit code of a failure (see [`failed`]).
+pub fn exit_code(e: &(dyn std::error::Error + 'static)) -> i32 {
+    let input = causes(e).any(|c| sluice_workload::error::fault(c) == Some(Fault::Input));
+    if input { 2 } else { 1 }
 }

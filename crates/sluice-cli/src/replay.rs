@@ -1,11 +1,10 @@
 //! `sluice replay`: a metadata trace replayed with real calls.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use sluice_workload::replay::{ReplaySpec, SecondReport, replay};
+use sluice_workload::replay::{CSV_HEADER, ReplaySpec, replay};
 use sluice_workload::trace::Trace;
 
 use crate::Usage;
@@ -45,18 +44,6 @@ pub struct ReplayArgs {
     csv: Option<PathBuf>,
 }
 
-/// The figures of every operation in a second, as CSV rows.
-fn csv_rows(out: &mut String, ops: &[sluice_core::op::Op], s: &SecondReport) {
-    for (k, op) in ops.iter().enumerate() {
-        // Writing to a String cannot fail.
-        let _ = writeln!(
-            out,
-            "{},{op},{},{},{}",
-            s.second, s.due[k], s.done[k], s.backlog[k]
-        );
-    }
-}
-
 impl ReplayArgs {
     /// Runs the replay.
     pub fn run(&self) -> Result<i32> {
@@ -76,35 +63,14 @@ impl ReplayArgs {
             speedup: self.speedup,
         };
         let ops = trace.ops.clone();
-        let mut csv = String::from("second,op,due,done,backlog\n");
+        let mut csv = String::from(CSV_HEADER);
         let report = replay(&trace, &spec, |s| {
-            let sum = |v: &[u64]| v.iter().sum::<u64>();
-            let mut line = format!(
-                "{:>4}s {:>9} calls/s  due {:>9}  backlog {:>9} ",
-                s.second,
-                sum(&s.done),
-                sum(&s.due),
-                sum(&s.backlog)
-            );
-            for (op, n) in ops.iter().zip(&s.done) {
-                let _ = write!(line, " {op} {n}");
-            }
-            println!("{line}");
+            println!("{}", s.line(&ops));
             // A line at a time, so that a pipe sees each second as it ends.
             let _ = std::io::stdout().flush();
-            csv_rows(&mut csv, &ops, s);
+            csv += &s.csv_rows(&ops);
         })?;
-        let calls: u64 = report.calls.iter().sum();
-        println!(
-            "replayed {calls} calls in {:.2} s ({:.0} calls/s); the trace lasts {:.2} s{}",
-            report.elapsed_s,
-            calls as f64 / report.elapsed_s.max(1e-9),
-            report.trace_s,
-            match report.elapsed_s - report.trace_s {
-                late if late >= 0.05 => format!(", {late:.2} s late"),
-                _ => String::new(),
-            }
-        );
+        println!("{report}");
         if let Some(path) = &self.csv {
             std::fs::write(path, csv)
                 .with_context(|| format!("cannot write {}", path.display()))?;

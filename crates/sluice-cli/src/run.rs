@@ -18,9 +18,10 @@ use sluice_control::program::{
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
 use sluice_control::supervise::{IoUring, inspect};
+use sluice_control::transport::CallError;
 
 use crate::Usage;
-use crate::client::{deadline, local_socket, refused};
+use crate::client::{deadline, local_socket};
 
 /// Run a command under rules.
 ///
@@ -198,8 +199,8 @@ impl JobSpec {
     /// standalone, an error when it does not; a refusal is an error.
     pub fn attach(&self, config: &StageConfig) -> Result<Attach> {
         let socket = local_socket(self.socket.as_ref());
-        let attached =
-            attach(&socket, self.attach_request(config), self.deadline).map_err(refused)?;
+        let attached = attach(&socket, self.attach_request(config), self.deadline)
+            .map_err(CallError::Status)?;
         if let Attach::Unanswered(why) = &attached {
             let job = &config.job;
             match self.unreachable {
@@ -244,7 +245,12 @@ impl JobSpec {
             let gid = sluice_control::identity::primary_gid(uid).unwrap_or(uid);
             (uid, gid)
         });
-        SegmentFile::create(Path::new(SHM_DIR).join(name), config, &[], owner)
+        Ok(SegmentFile::create(
+            Path::new(SHM_DIR).join(name),
+            config,
+            &[],
+            owner,
+        )?)
     }
 
     /// Everything the stage needs, checked before anything runs; `command` names the

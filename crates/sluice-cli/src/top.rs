@@ -2,11 +2,11 @@
 
 use anyhow::{Context, Result};
 use sluice_control::config::parse_duration;
-use sluice_control::proto::Empty;
+use sluice_core::error::Chain;
 use sluice_workload::top::{self, Snapshot};
 
 use crate::Usage;
-use crate::client::{Admin, ServerArgs, refused};
+use crate::client::ServerArgs;
 
 /// A live view of the cluster: jobs with their demand, rate, allocation, wait and nodes;
 /// pools with their capacity and use. Refreshed every interval of the controller (or
@@ -35,39 +35,20 @@ impl TopArgs {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let mut admin = runtime.block_on(self.server.admin())?;
+        let target = self.server.target()?;
+        let mut admin = runtime.block_on(target.admin())?;
         if self.server.json {
-            let s = runtime.block_on(fetch(&self.server, &mut admin))?;
+            let s = runtime.block_on(target.within(Snapshot::fetch(&mut admin)))?;
             println!("{}", serde_json::to_string_pretty(&s.json())?);
             return Ok(0);
         }
         // A controller that stops answering leaves the last view up, with the error.
         let fetch = || {
             runtime
-                .block_on(fetch(&self.server, &mut admin))
-                .map_err(|e| format!("{e:#}"))
+                .block_on(target.within(Snapshot::fetch(&mut admin)))
+                .map_err(|e| Chain(&e).to_string())
         };
         top::show(fetch, refresh)?;
         Ok(0)
     }
-}
-
-/// One refresh, within the deadline.
-async fn fetch(server: &ServerArgs, admin: &mut Admin) -> Result<Snapshot> {
-    server.within(&server.endpoint()?, fetch_all(admin)).await
-}
-
-async fn fetch_all(admin: &mut Admin) -> Result<Snapshot> {
-    let status = admin.status(Empty {}).await.map_err(refused)?.into_inner();
-    let jobs = admin.jobs(Empty {}).await.map_err(refused)?.into_inner();
-    let pools = admin
-        .pool_list(Empty {})
-        .await
-        .map_err(refused)?
-        .into_inner();
-    Ok(Snapshot {
-        status,
-        jobs,
-        pools,
-    })
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use sluice_core::error::{Blame, Chain, Fault};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::Notify;
@@ -22,21 +22,21 @@ use crate::audit::{Event, Outcome, Who};
 use crate::clock::{SystemWallClock, WallClock};
 use crate::config::persist::unwritable;
 use crate::config::{ConfigError, ConfigStore, FileReplaced, Reloaded, StartedFrom};
-use crate::coordinator::Coordinator;
+use crate::coordinator::{ChangeError, Coordinator};
 use crate::global::{ControlService, Global, run_deadlines, start_cycles};
 use crate::held_file::HeldFile;
 use crate::http::{api_router, metrics_router};
 use crate::link_auth::Admission;
-use crate::local::{Local, NodeService, Policy, Shared, report_message, run_uplink};
+use crate::local::{Local, LocalError, NodeService, Policy, Shared, report_message, run_uplink};
 use crate::metrics::Metrics;
 use crate::proto::admin_server::AdminServer;
 use crate::proto::control_server::ControlServer;
 use crate::proto::node_server::NodeServer;
 use crate::proto::{LocalMessage, StatusReply, local_message};
-use crate::site::{Role, Site};
-use crate::state_lock::StateLock;
+use crate::site::{Role, Site, SiteError};
+use crate::state_lock::{StateLock, StateLockError};
 use crate::tls::{ServerConfig, incoming};
-use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, bind_unix};
+use crate::transport::{ConnectOptions, Endpoint, KEEPALIVE, TransportError, bind_unix};
 
 /// Largest message either side accepts: reports of a node's jobs are small; anything
 /// this large is an error or an attack.
@@ -88,6 +88,76 @@ pub struct GlobalOptions {
 /// made just before the signal) before it exits.
 const STOP_GRACE: Duration = Duration::from_millis(200);
 
+/// Why a daemon could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Its state directory is another daemon's, or cannot be written.
+    #[error(transparent)]
+    Lock(#[from] StateLockError),
+    /// Its configuration, or a file it names.
+    #[error(transparent)]
+    Site(#[from] SiteError),
+    /// Its configuration as it starts the coordinator.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Its saved configuration cannot be written in the state directory.
+    #[error("{}", unwritable(.dir))]
+    StateDir {
+        /// The state directory.
+        dir: PathBuf,
+        /// What saving said.
+        source: ConfigError,
+    },
+    /// The configuration is refused by the coordinator.
+    #[error(transparent)]
+    Coordinator(#[from] ChangeError),
+    /// The local's state.
+    #[error(transparent)]
+    Local(#[from] LocalError),
+    /// Its socket.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// A port it was told to listen on (`--listen`, `--http`).
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The HTTP API's port.
+    #[error(transparent)]
+    Http(std::io::Error),
+    /// The cycle thread.
+    #[error("cannot start the cycle thread")]
+    Cycles(#[source] std::io::Error),
+    /// Serving failed: `role` is "local controller" or "global controller".
+    #[error("{role}")]
+    Serve {
+        /// Which daemon.
+        role: &'static str,
+        /// What the server said.
+        source: tonic::transport::Error,
+    },
+}
+
+impl Blame for DaemonError {
+    fn fault(&self) -> Fault {
+        match self {
+            DaemonError::Lock(e) => e.fault(),
+            DaemonError::Site(e) => e.fault(),
+            DaemonError::Config(e) | DaemonError::StateDir { source: e, .. } => e.fault(),
+            DaemonError::Coordinator(e) => e.fault(),
+            DaemonError::Local(e) => e.fault(),
+            DaemonError::Transport(e) => e.fault(),
+            DaemonError::Listen { .. }
+            | DaemonError::Http(_)
+            | DaemonError::Cycles(_)
+            | DaemonError::Serve { .. } => Fault::System,
+        }
+    }
+}
+
 /// The coordinator of a global or of a single-node local: the configuration its `file`
 /// and its `state_dir` give (see [`ConfigStore`]), with `interval` over theirs; where it
 /// came from is logged.
@@ -95,9 +165,12 @@ fn coordinator_of(
     file: Option<PathBuf>,
     state_dir: &Path,
     interval: Option<Duration>,
-) -> Result<Coordinator> {
+) -> Result<Coordinator, DaemonError> {
     let explained = |e: ConfigError| match e {
-        ConfigError::Write { .. } => anyhow::Error::new(e).context(unwritable(state_dir)),
+        ConfigError::Write { .. } => DaemonError::StateDir {
+            dir: state_dir.to_owned(),
+            source: e,
+        },
         e => e.into(),
     };
     let store = ConfigStore::new(file.clone(), state_dir.to_owned()).map_err(explained)?;
@@ -130,10 +203,10 @@ async fn serve_until_stopped(
     serve: impl Future<Output = Result<(), tonic::transport::Error>>,
     shutdown: Arc<Notify>,
     stop: impl FnOnce(),
-) -> Result<()> {
+) -> Result<(), tonic::transport::Error> {
     tokio::pin!(serve);
     tokio::select! {
-        served = &mut serve => return Ok(served?),
+        served = &mut serve => return served,
         () = stopped() => {}
     }
     let began = Instant::now();
@@ -203,7 +276,7 @@ impl Hooks for LocalHooks {
 }
 
 /// Runs a local controller until SIGTERM or SIGINT.
-pub async fn run_local(o: LocalOptions) -> Result<()> {
+pub async fn run_local(o: LocalOptions) -> Result<(), DaemonError> {
     let _lock = StateLock::take(&o.state_dir)?;
     // The site's file and its credentials first, as the global does.
     let Site {
@@ -312,7 +385,10 @@ pub async fn run_local(o: LocalOptions) -> Result<()> {
         );
     })
     .await
-    .context("local controller")
+    .map_err(|source| DaemonError::Serve {
+        role: "local controller",
+        source,
+    })
 }
 
 /// How long `sacctmgr` may take to list the associations.
@@ -518,18 +594,18 @@ impl Hooks for GlobalHooks {
 
 /// Serves `routes` (the JSON API, `/metrics`); a failure to listen fails the daemon's
 /// start (an administrator asked for it, and would otherwise find it silently missing).
-async fn spawn_http(addr: SocketAddr, routes: axum::Router) -> Result<()> {
-    let listener = crate::http::bind(addr).await?;
+async fn spawn_http(addr: SocketAddr, routes: axum::Router) -> Result<(), DaemonError> {
+    let listener = crate::http::bind(addr).await.map_err(DaemonError::Http)?;
     tokio::spawn(async move {
         if let Err(e) = crate::http::serve_on(listener, routes).await {
-            tracing::error!("HTTP API stopped: {e:#}");
+            tracing::error!("HTTP API stopped: {}", Chain(&e));
         }
     });
     Ok(())
 }
 
 /// Runs a global controller until SIGTERM or SIGINT.
-pub async fn run_global(o: GlobalOptions) -> Result<()> {
+pub async fn run_global(o: GlobalOptions) -> Result<(), DaemonError> {
     let _lock = StateLock::take(&o.state_dir)?;
     // The site's file and its credentials first (the `[admin]` table is always the
     // file's): one that cannot be used stops the start with one line, before any state
@@ -545,10 +621,14 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         Some(HeldFile::new(&o.state_dir)),
     );
     read_slurm_shares(&global.coordinator).await;
+    let listen = |source| DaemonError::Listen {
+        addr: o.listen.to_string(),
+        source,
+    };
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
-        .with_context(|| format!("cannot listen on {}", o.listen))?;
-    let addr = listener.local_addr()?;
+        .map_err(listen)?;
+    let addr = listener.local_addr().map_err(listen)?;
     let mut server = Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE))
         .http2_keepalive_timeout(Some(KEEPALIVE));
@@ -570,7 +650,7 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         .await?;
     }
     let admin = AdminServer::from_arc(admin);
-    start_cycles(&global).context("cannot start the cycle thread")?;
+    start_cycles(&global).map_err(DaemonError::Cycles)?;
     tokio::spawn(run_deadlines(global.clone()));
     tokio::spawn(reload_on_hup(
         Some(global.coordinator.clone()),
@@ -594,7 +674,10 @@ pub async fn run_global(o: GlobalOptions) -> Result<()> {
         );
     })
     .await
-    .context("global controller")
+    .map_err(|source| DaemonError::Serve {
+        role: "global controller",
+        source,
+    })
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves; over TLS when `tls` is given.

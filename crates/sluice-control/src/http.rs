@@ -125,22 +125,22 @@ pub fn metrics_router(scrape: impl Fn() -> String + Clone + Send + Sync + 'stati
 }
 
 /// Serves `routes` on `addr` until the process ends.
-pub async fn serve(addr: SocketAddr, routes: Router) -> anyhow::Result<()> {
+pub async fn serve(addr: SocketAddr, routes: Router) -> std::io::Result<()> {
     serve_on(bind(addr).await?, routes).await
 }
 
 /// The listener of the HTTP API at `addr`, bound now: a daemon asked to serve it fails to
 /// start rather than run without it.
-pub async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     tracing::info!(%addr, "HTTP ready");
     Ok(listener)
 }
 
 /// Serves `routes` on `listener` (from [`bind`]) until the process ends.
-pub async fn serve_on(listener: tokio::net::TcpListener, routes: Router) -> anyhow::Result<()> {
+pub async fn serve_on(listener: tokio::net::TcpListener, routes: Router) -> std::io::Result<()> {
     axum::serve(
         listener,
         routes.into_make_service_with_connect_info::<SocketAddr>(),

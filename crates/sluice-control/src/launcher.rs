@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use sluice_core::error::Chain;
 use tokio_stream::StreamExt;
 
 /// What a controller that refuses an attachment answers.
@@ -19,7 +20,7 @@ pub use tonic::Status;
 use crate::proto::node_client::NodeClient;
 use crate::proto::{AttachEvent, AttachRequest};
 use crate::segment_file::SegmentFile;
-use crate::transport::{ConnectOptions, Endpoint, NoAnswer, connect, within};
+use crate::transport::{CallError, ConnectOptions, Endpoint, connect, within};
 
 /// A launcher's attachment: dropping it closes the connection, which detaches it.
 pub struct Attachment {
@@ -112,7 +113,10 @@ pub fn attach(socket: &Path, request: AttachRequest, deadline: Duration) -> Resu
         match events.next().await {
             Some(Ok(event)) => Ok((event, events)),
             Some(Err(status)) => Err(status.into()),
-            None => anyhow::bail!("{endpoint} closed the attachment"),
+            None => Err(CallError::Closed {
+                endpoint: endpoint.to_string(),
+                what: "attachment",
+            }),
         }
     }));
     match answer {
@@ -121,19 +125,18 @@ pub fn attach(socket: &Path, request: AttachRequest, deadline: Duration) -> Resu
             _events: events,
             _runtime: runtime,
         }))),
-        Err(e) => match e.downcast::<Status>() {
-            Ok(status) if is_refusal(&status) => Err(status),
-            Ok(status) => Ok(Attach::Unanswered(format!(
-                "the local controller at {endpoint} failed: {}",
-                status.message()
-            ))),
-            Err(e) if e.is::<NoAnswer>() => {
-                Ok(Attach::Unanswered(format!("the local controller at {e}")))
-            }
-            Err(e) => Ok(Attach::Unanswered(format!(
-                "the local controller does not answer: {e:#}"
-            ))),
-        },
+        Err(CallError::Status(status)) if is_refusal(&status) => Err(status),
+        Err(CallError::Status(status)) => Ok(Attach::Unanswered(format!(
+            "the local controller at {endpoint} failed: {}",
+            status.message()
+        ))),
+        Err(CallError::NoAnswer(late)) => Ok(Attach::Unanswered(format!(
+            "the local controller at {late}"
+        ))),
+        Err(e) => Ok(Attach::Unanswered(format!(
+            "the local controller does not answer: {}",
+            Chain(&e)
+        ))),
     }
 }
 
@@ -191,7 +194,7 @@ pub fn ended_report(
                 Ok((cycle, report, jobs.iter().any(|j| j.job == job)))
             })
             .await;
-            let (cycle, report, listed) = asked.map_err(|e| format!("{e:#}"))?;
+            let (cycle, report, listed) = asked.map_err(|e: CallError| Chain(&e).to_string())?;
             let first = *first_cycle.get_or_insert(cycle);
             // Two cycles on, the local has reaped what it was going to.
             let settled = cycle >= first + 2;

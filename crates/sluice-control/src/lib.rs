@@ -37,12 +37,14 @@
 //!   MDS's admin socket, a Lustre MDT's statistics).
 
 pub mod admin;
+pub mod admin_client;
 pub mod audit;
 pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod coordinator;
 pub mod daemon;
+pub mod error;
 pub mod global;
 pub mod held_file;
 pub mod http;

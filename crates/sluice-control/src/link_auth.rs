@@ -12,7 +12,7 @@ use tonic::{Code, Request, Status, Streaming};
 
 use crate::audit::{Event, Outcome, Who};
 use crate::proto::{LocalMessage, local_message};
-use crate::transport::check_bearer;
+use crate::transport::{CallError, check_bearer};
 
 /// How long a refused caller's Hello is waited for, only to name it in the log.
 const CLAIM_WAIT: Duration = Duration::from_secs(1);
@@ -107,9 +107,13 @@ pub async fn refuse(
 /// A local's reading of a failed session: `Some` with one line saying why and what to do
 /// when the global refused this node's credentials or this node refused the global's
 /// certificate, `None` for any other failure (unreachable, gone).
-pub fn refusal(e: &anyhow::Error) -> Option<String> {
-    e.chain().find_map(|cause| {
-        if let Some(status) = cause.downcast_ref::<Status>() {
+pub fn refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    sluice_core::error::causes(e).find_map(|cause| {
+        let status = cause
+            .downcast_ref::<Status>()
+            .or_else(|| cause.downcast_ref::<CallError>()?.status())
+            .or_else(|| cause.downcast_ref::<crate::local::LocalError>()?.status());
+        if let Some(status) = status {
             let refused = matches!(
                 status.code(),
                 Code::Unauthenticated | Code::PermissionDenied

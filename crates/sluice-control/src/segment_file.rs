@@ -5,11 +5,68 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
 use memmap2::{MmapMut, MmapOptions};
 use sluice_core::bucket::Limit;
 use sluice_core::config::StageConfig;
-use sluice_core::segment::{Header, MAX_RULES, Segment};
+use sluice_core::error::{Blame, Fault};
+use sluice_core::segment::{Header, MAX_RULES, Segment, SegmentError};
+
+/// Why a job's segment file cannot be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SegmentFileError {
+    /// A system call on the file failed: `doing` says which and on what.
+    #[error("{doing}")]
+    Io {
+        /// "cannot create the job's segment /dev/shm/…", "cannot map …".
+        doing: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is shorter than what it should hold.
+    #[error("{} is {len} bytes, {what}", path.display())]
+    Short {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// "not a segment", "shorter than a segment (… bytes)".
+        what: String,
+    },
+    /// The segment's contents: a layout this build does not read, a configuration that
+    /// does not parse.
+    #[error("{}", path.display())]
+    Layout {
+        /// The file.
+        path: PathBuf,
+        /// What the segment's reader says.
+        source: SegmentError,
+    },
+    /// The configuration could not be written into the segment.
+    #[error("cannot write the job's segment")]
+    Init(#[source] SegmentError),
+}
+
+impl SegmentFileError {
+    /// The segment's own complaint (a layout too new or too old), if that is the cause.
+    pub fn segment(&self) -> Option<&SegmentError> {
+        match self {
+            SegmentFileError::Layout { source, .. } | SegmentFileError::Init(source) => {
+                Some(source)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Blame for SegmentFileError {
+    fn fault(&self) -> Fault {
+        Fault::System
+    }
+}
+
+fn io(doing: String) -> impl FnOnce(std::io::Error) -> SegmentFileError {
+    move |source| SegmentFileError::Io { doing, source }
+}
 
 /// Where segments live: a tmpfs every process of the node sees.
 pub const SHM_DIR: &str = "/dev/shm";
@@ -45,17 +102,20 @@ impl SegmentFile {
         config: &StageConfig,
         pool_rates: &[(usize, Limit)],
         owner: Option<(u32, u32)>,
-    ) -> Result<Self> {
+    ) -> Result<Self, SegmentFileError> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)
-            .with_context(|| format!("cannot create the job's segment {}", path.display()))?;
+            .map_err(io(format!(
+                "cannot create the job's segment {}",
+                path.display()
+            )))?;
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::fchown(&file, Some(uid), Some(gid))
-                .with_context(|| format!("cannot give {} to uid {uid}", path.display()))?;
+                .map_err(io(format!("cannot give {} to uid {uid}", path.display())))?;
         }
         let seg = Self::map(path, &file, true)?;
         let mut limits: Vec<(usize, Limit)> = config
@@ -66,44 +126,47 @@ impl SegmentFile {
         limits.extend(pool_rates.iter().map(|(slot, l)| (MAX_RULES + slot, *l)));
         seg.segment()
             .init(&config.to_text(), &limits, monotonic_ns())
-            .context("cannot write the job's segment")?;
+            .map_err(SegmentFileError::Init)?;
         Ok(seg)
     }
 
     /// Maps an existing segment (a restarted controller adopting its jobs, a launcher
     /// the segment it was handed); it is kept when dropped. A segment of a layout this
-    /// build does not read is an error that downcasts to
-    /// [`SegmentError`](sluice_core::segment::SegmentError) (see
-    /// [`HeaderFile`] for what can still be read of it).
-    pub fn open(path: PathBuf) -> Result<Self> {
+    /// build does not read is a [`SegmentFileError::Layout`] (see [`HeaderFile`] for
+    /// what can still be read of it).
+    pub fn open(path: PathBuf) -> Result<Self, SegmentFileError> {
         let file = open_rw(&path)?;
         let header = HeaderFile::map(&path, &file)?;
-        header
-            .header()
-            .layout()
-            .with_context(|| path.display().to_string())?;
-        let len = file.metadata()?.len();
+        let layout = |source| SegmentFileError::Layout {
+            path: path.clone(),
+            source,
+        };
+        header.header().layout().map_err(layout)?;
+        let len = file
+            .metadata()
+            .map_err(io(format!("cannot stat {}", path.display())))?
+            .len();
         if len < Segment::SIZE as u64 {
-            bail!(
-                "{} is {len} bytes, shorter than a segment ({} bytes)",
-                path.display(),
-                Segment::SIZE
-            );
+            return Err(SegmentFileError::Short {
+                path,
+                len,
+                what: format!("shorter than a segment ({} bytes)", Segment::SIZE),
+            });
         }
-        let seg = Self::map(path, &file, false)?;
-        seg.segment().config()?;
+        let seg = Self::map(path.clone(), &file, false)?;
+        seg.segment().config().map_err(layout)?;
         Ok(seg)
     }
 
-    fn map(path: PathBuf, file: &File, fresh: bool) -> Result<Self> {
+    fn map(path: PathBuf, file: &File, fresh: bool) -> Result<Self, SegmentFileError> {
         if fresh {
             file.set_len(Segment::SIZE as u64)
-                .with_context(|| format!("cannot size {}", path.display()))?;
+                .map_err(io(format!("cannot size {}", path.display())))?;
         }
         // SAFETY: a segment file of ours, of the right size; others change it only
         // through atomics.
         let map = unsafe { MmapMut::map_mut(file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
+            .map_err(io(format!("cannot map {}", path.display())))?;
         Ok(SegmentFile {
             path,
             map,
@@ -158,19 +221,26 @@ pub struct HeaderFile {
 
 impl HeaderFile {
     /// Maps the header of the segment file at `path`.
-    pub fn open(path: &Path) -> Result<Self> {
+    pub fn open(path: &Path) -> Result<Self, SegmentFileError> {
         Self::map(path, &open_rw(path)?)
     }
 
-    fn map(path: &Path, file: &File) -> Result<Self> {
-        let len = file.metadata()?.len();
+    fn map(path: &Path, file: &File) -> Result<Self, SegmentFileError> {
+        let len = file
+            .metadata()
+            .map_err(io(format!("cannot stat {}", path.display())))?
+            .len();
         if len < Header::SIZE as u64 {
-            bail!("{} is {len} bytes, not a segment", path.display());
+            return Err(SegmentFileError::Short {
+                path: path.to_owned(),
+                len,
+                what: "not a segment".into(),
+            });
         }
         // SAFETY: the file holds at least the header's bytes; others change them only
         // through atomics.
         let map = unsafe { MmapOptions::new().len(Header::SIZE).map_mut(file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
+            .map_err(io(format!("cannot map {}", path.display())))?;
         Ok(HeaderFile { map })
     }
 
@@ -182,12 +252,12 @@ impl HeaderFile {
     }
 }
 
-fn open_rw(path: &Path) -> Result<File> {
+fn open_rw(path: &Path) -> Result<File, SegmentFileError> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .open(path)
-        .with_context(|| format!("cannot open the segment {}", path.display()))
+        .map_err(io(format!("cannot open the segment {}", path.display())))
 }
 
 impl Drop for SegmentFile {

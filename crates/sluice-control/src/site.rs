@@ -10,12 +10,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Result;
+use sluice_core::error::{Blame, Fault};
 
 use crate::admin::Auth;
+use crate::config::format_duration;
 use crate::config::{ControlConfig, DEFAULT_STALE_AFTER};
+use crate::tls::TlsError;
 use crate::tls::{ServerConfig, server_config};
-use crate::transport::read_token_file;
+use crate::transport::{SecretError, read_token_file};
 
 /// Which daemon a configuration is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,10 +84,34 @@ pub struct Site {
     pub tls: Option<Arc<ServerConfig>>,
 }
 
+/// Why a daemon's configuration, or a file it names, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    /// The configuration file.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The token file it names.
+    #[error(transparent)]
+    Token(#[from] SecretError),
+    /// The certificate, key or CA it names.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+impl Blame for SiteError {
+    fn fault(&self) -> Fault {
+        match self {
+            SiteError::Config(e) => e.fault(),
+            SiteError::Token(e) => e.fault(),
+            SiteError::Tls(e) => e.fault(),
+        }
+    }
+}
+
 impl Site {
     /// Reads `file` (`None`: `--config none`) for a daemon of `role`, reading every file
     /// it names now, so that one that will not do stops the start with one line.
-    pub fn read(file: Option<&Path>, role: Role) -> Result<Site> {
+    pub fn read(file: Option<&Path>, role: Role) -> Result<Site, SiteError> {
         let config = match file {
             Some(path) => ControlConfig::load_site(path)?,
             None => ControlConfig::default(),
@@ -131,5 +157,38 @@ impl Site {
             }
         }
         out
+    }
+
+    /// What the configuration holds, on one line, for a daemon of `role`.
+    pub fn summary(&self, role: Role) -> String {
+        let c = &self.config;
+        let mut parts = Vec::new();
+        if role == Role::Global || !c.pools.is_empty() || !c.rules.is_empty() {
+            parts.push(format!(
+                "{} pool(s), {} rule(s), {} job setting(s)",
+                c.pools.len(),
+                c.rules.len(),
+                c.jobs.len()
+            ));
+        }
+        parts.push(format!("interval {}", format_duration(c.interval)));
+        let admin = &c.admin;
+        let mut who = vec!["root".to_owned()];
+        who.extend(admin.users.iter().cloned());
+        if let Some(g) = &admin.group {
+            who.push(format!("group {g}"));
+        }
+        parts.push(format!("changes by {}", who.join(", ")));
+        if let Some(t) = &admin.token_file {
+            parts.push(format!("token file {}", t.display()));
+        }
+        if self.tls.is_some() {
+            let clients = match admin.client_ca {
+                Some(_) => " with client certificates",
+                None => "",
+            };
+            parts.push(format!("TLS{clients}"));
+        }
+        parts.join("; ")
     }
 }

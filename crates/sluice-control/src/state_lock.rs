@@ -9,9 +9,41 @@ use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use sluice_core::error::{Blame, Fault};
 
 use crate::config::persist::unwritable;
+
+/// Why a daemon cannot take its state directory.
+#[derive(Debug, thiserror::Error)]
+pub enum StateLockError {
+    /// The directory or its lock file cannot be written.
+    #[error("{}", unwritable(.dir))]
+    Unwritable {
+        /// The state directory.
+        dir: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another daemon runs on it.
+    #[error("{who} keeps its state in {}: give each daemon its own --state-dir", .dir.display())]
+    Held {
+        /// "another sluice daemon (pid N)".
+        who: String,
+        /// The state directory.
+        dir: std::path::PathBuf,
+    },
+}
+
+impl Blame for StateLockError {
+    /// Two daemons given one directory is the administrator's to fix; a directory that
+    /// cannot be written is the host's.
+    fn fault(&self) -> Fault {
+        match self {
+            StateLockError::Unwritable { .. } => Fault::System,
+            StateLockError::Held { .. } => Fault::Input,
+        }
+    }
+}
 
 /// The lock, held until dropped (the daemon's end).
 #[derive(Debug)]
@@ -22,8 +54,12 @@ pub struct StateLock {
 
 impl StateLock {
     /// Takes the lock of `state_dir` (created if missing), or says which process holds it.
-    pub fn take(state_dir: &Path) -> Result<StateLock> {
-        std::fs::create_dir_all(state_dir).with_context(|| unwritable(state_dir))?;
+    pub fn take(state_dir: &Path) -> Result<StateLock, StateLockError> {
+        let unwritable = |source| StateLockError::Unwritable {
+            dir: state_dir.to_owned(),
+            source,
+        };
+        std::fs::create_dir_all(state_dir).map_err(unwritable)?;
         let path = state_dir.join("lock");
         let mut file = OpenOptions::new()
             .read(true)
@@ -32,7 +68,7 @@ impl StateLock {
             .truncate(false)
             .mode(0o644)
             .open(&path)
-            .with_context(|| unwritable(state_dir))?;
+            .map_err(unwritable)?;
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let mut holder = String::new();
@@ -43,15 +79,15 @@ impl StateLock {
             } else {
                 format!("another sluice daemon (pid {holder})")
             };
-            bail!(
-                "{who} keeps its state in {}: give each daemon its own --state-dir",
-                state_dir.display()
-            );
+            return Err(StateLockError::Held {
+                who,
+                dir: state_dir.to_owned(),
+            });
         }
         file.set_len(0)
             .and_then(|()| file.rewind())
             .and_then(|()| writeln!(file, "{}", std::process::id()))
-            .with_context(|| unwritable(state_dir))?;
+            .map_err(unwritable)?;
         Ok(StateLock { _file: file })
     }
 }

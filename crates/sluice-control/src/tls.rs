@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use sluice_core::error::{Blame, Fault};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -24,9 +24,65 @@ use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Certificate, ClientTlsConfig, Identity};
 
-use crate::transport::read_secret;
+use crate::transport::{SecretError, read_secret};
 
 pub use tokio_rustls::rustls::ServerConfig;
+
+/// Why a certificate, a key or a CA cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file cannot be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key file that cannot be used.
+    #[error(transparent)]
+    Key(#[from] SecretError),
+    /// A file holds none of what it should, or it is not usable: `what` says which.
+    #[error("{}: {what}", path.display())]
+    Content {
+        /// The file.
+        path: PathBuf,
+        /// "bad PEM certificate", "not a CA certificate" …
+        what: &'static str,
+        /// What rustls says, when it said something.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A file holds no PEM block of the kind named.
+    #[error("{} holds no PEM {kind}", path.display())]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// "CERTIFICATE" or "PRIVATE KEY".
+        kind: &'static str,
+    },
+    /// The key is not the certificate's.
+    #[error("{} does not go with {}", key.display(), cert.display())]
+    Mismatch {
+        /// The key file.
+        key: PathBuf,
+        /// The certificate file.
+        cert: PathBuf,
+        /// What rustls says.
+        source: rustls::Error,
+    },
+    /// The TLS library refuses its own defaults (it should not).
+    #[error("TLS")]
+    Library(#[source] rustls::Error),
+}
+
+impl Blame for TlsError {
+    /// The system's, as a token file's is ([`SecretError`]): the files on this host are
+    /// at fault, not the configuration naming them.
+    fn fault(&self) -> Fault {
+        Fault::System
+    }
+}
 
 /// How long a client has to finish its TLS handshake.
 pub const HANDSHAKE: Duration = Duration::from_secs(5);
@@ -48,30 +104,41 @@ pub fn server_config(
     cert: &Path,
     key: &Path,
     client_ca: Option<&Path>,
-) -> anyhow::Result<Arc<ServerConfig>> {
+) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .context("TLS")?;
+        .map_err(TlsError::Library)?;
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
         Some(ca) => {
             let mut roots = RootCertStore::empty();
+            let content = |what| {
+                move |e: Box<dyn std::error::Error + Send + Sync>| TlsError::Content {
+                    path: ca.to_owned(),
+                    what,
+                    source: Some(e),
+                }
+            };
             for cert in certificates(ca)?.1 {
                 roots
                     .add(cert)
-                    .with_context(|| format!("{}: not a CA certificate", ca.display()))?;
+                    .map_err(|e| content("not a CA certificate")(e.into()))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
                 .allow_unauthenticated()
                 .build()
-                .with_context(|| format!("{}: not a usable CA", ca.display()))?;
+                .map_err(|e| content("not a usable CA")(e.into()))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
     let mut config = builder
         .with_single_cert(certificates(cert)?.1, private_key(key)?.1)
-        .with_context(|| format!("{} does not go with {}", key.display(), cert.display()))?;
+        .map_err(|source| TlsError::Mismatch {
+            key: key.to_owned(),
+            cert: cert.to_owned(),
+            source,
+        })?;
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
 }
@@ -153,7 +220,10 @@ fn handshake_failed(peer: SocketAddr, e: &std::io::Error) {
 
 /// A client's TLS settings: it trusts only the CA in the PEM file `ca`, and presents
 /// `identity` when given. Reads the files now.
-pub fn client_tls(ca: &Path, identity: Option<&ClientIdentity>) -> anyhow::Result<ClientTlsConfig> {
+pub fn client_tls(
+    ca: &Path,
+    identity: Option<&ClientIdentity>,
+) -> Result<ClientTlsConfig, TlsError> {
     let (ca, _) = certificates(ca)?;
     let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
     if let Some(id) = identity {
@@ -167,22 +237,35 @@ pub fn client_tls(ca: &Path, identity: Option<&ClientIdentity>) -> anyhow::Resul
 /// The PEM file `path` and the certificates in it, at least one: checked now, since
 /// tonic would otherwise only complain at the first handshake, far from the
 /// configuration at fault.
-fn certificates(path: &Path) -> anyhow::Result<(Vec<u8>, Vec<CertificateDer<'static>>)> {
-    let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn certificates(path: &Path) -> Result<(Vec<u8>, Vec<CertificateDer<'static>>), TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("{}: bad PEM certificate", path.display()))?;
+        .map_err(|e| TlsError::Content {
+            path: path.to_owned(),
+            what: "bad PEM certificate",
+            source: Some(e.into()),
+        })?;
     if certs.is_empty() {
-        bail!("{} holds no PEM CERTIFICATE", path.display());
+        return Err(TlsError::Missing {
+            path: path.to_owned(),
+            kind: "CERTIFICATE",
+        });
     }
     Ok((pem, certs))
 }
 
 /// The PEM file `path` and the private key in it (PKCS#8, SEC1 or PKCS#1); only its owner
 /// may read it.
-fn private_key(path: &Path) -> anyhow::Result<(String, PrivateKeyDer<'static>)> {
+fn private_key(path: &Path) -> Result<(String, PrivateKeyDer<'static>), TlsError> {
     let pem = read_secret(path, "key file")?;
-    let key = PrivateKeyDer::from_pem_slice(pem.as_bytes())
-        .with_context(|| format!("{} holds no PEM PRIVATE KEY", path.display()))?;
+    // Whatever the PEM reader says, the administrator's fix is the same.
+    let key = PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|_| TlsError::Missing {
+        path: path.to_owned(),
+        kind: "PRIVATE KEY",
+    })?;
     Ok((pem, key))
 }

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use hyper_util::rt::TokioIo;
 use tokio::net::{UnixListener, UnixStream};
 use tokio_stream::wrappers::UnixListenerStream;
@@ -29,7 +28,206 @@ use tonic::transport::server::UdsConnectInfo;
 use tonic::transport::{Channel, ClientTlsConfig};
 use tonic::{Request, Status};
 
-use crate::tls::{ClientIdentity, client_tls};
+use sluice_core::error::{Blame, Fault};
+
+use crate::tls::{ClientIdentity, TlsError, client_tls};
+
+/// Why a client could not reach a controller, or a daemon could not listen.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// An `https://` endpoint without a CA file.
+    #[error("{0} needs a CA file to check the server's certificate")]
+    NeedsCa(Endpoint),
+    /// A CA file for a plain endpoint, which would hide that it is plain text.
+    #[error("a CA file is only for https:// endpoints, not {0}")]
+    CaNotTls(Endpoint),
+    /// A client certificate for a plain endpoint.
+    #[error("a client certificate is only for https:// endpoints, not {0}")]
+    IdentityNotTls(Endpoint),
+    /// The TLS files named for the endpoint.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The endpoint is not a URI tonic takes, or its TLS settings are refused.
+    #[error("bad endpoint {endpoint}")]
+    BadEndpoint {
+        /// The endpoint.
+        endpoint: Endpoint,
+        /// What tonic says.
+        source: tonic::transport::Error,
+    },
+    /// Nobody answered at the endpoint.
+    #[error("cannot connect to {endpoint}")]
+    Connect {
+        /// The endpoint.
+        endpoint: Endpoint,
+        /// What tonic says.
+        source: tonic::transport::Error,
+    },
+    /// A token file or a token that cannot be used.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// A daemon's socket cannot be made.
+    #[error("{doing}")]
+    Socket {
+        /// What could not be done, and to which path: "cannot bind /run/sluice/local.sock".
+        doing: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another daemon answers on the socket.
+    #[error("another daemon is listening on {}", .0.display())]
+    InUse(PathBuf),
+    /// Something that is not a socket lies where the socket goes.
+    #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
+    NotASocket(PathBuf),
+}
+
+impl Blame for TransportError {
+    fn fault(&self) -> Fault {
+        match self {
+            TransportError::NeedsCa(_)
+            | TransportError::CaNotTls(_)
+            | TransportError::IdentityNotTls(_)
+            | TransportError::BadEndpoint { .. } => Fault::Input,
+            TransportError::Tls(e) => e.fault(),
+            TransportError::Secret(e) => e.fault(),
+            TransportError::Connect { .. }
+            | TransportError::Socket { .. }
+            | TransportError::InUse(_)
+            | TransportError::NotASocket(_) => Fault::System,
+        }
+    }
+}
+
+/// Why a call to a controller failed: it could not be reached, it did not answer in
+/// time, or it answered no.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// It could not be reached.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The token cannot be sent.
+    #[error(transparent)]
+    Token(#[from] BadToken),
+    /// It did not answer within the deadline.
+    #[error(transparent)]
+    NoAnswer(#[from] NoAnswer),
+    /// It answered with an error: its message is the administrator's line.
+    #[error("{}", .0.message())]
+    Status(tonic::Status),
+    /// It closed a stream before its first answer.
+    #[error("{endpoint} closed the {what}")]
+    Closed {
+        /// Whom the caller asked.
+        endpoint: String,
+        /// The stream: "attachment" …
+        what: &'static str,
+    },
+}
+
+impl From<tonic::Status> for CallError {
+    fn from(status: tonic::Status) -> CallError {
+        CallError::Status(status)
+    }
+}
+
+impl CallError {
+    /// The controller's own answer, when it gave one.
+    pub fn status(&self) -> Option<&tonic::Status> {
+        match self {
+            CallError::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Blame for CallError {
+    fn fault(&self) -> Fault {
+        match self {
+            CallError::Transport(e) => e.fault(),
+            CallError::Token(_) => Fault::System,
+            // What the administrator asked for is invalid, unknown or not theirs to ask.
+            CallError::Status(s) => match s.code() {
+                tonic::Code::InvalidArgument
+                | tonic::Code::NotFound
+                | tonic::Code::PermissionDenied
+                | tonic::Code::Unauthenticated => Fault::Input,
+                _ => Fault::System,
+            },
+            CallError::NoAnswer(_) | CallError::Closed { .. } => Fault::System,
+        }
+    }
+}
+
+impl Blame for NoAnswer {
+    fn fault(&self) -> Fault {
+        Fault::System
+    }
+}
+
+impl Blame for EndpointError {
+    fn fault(&self) -> Fault {
+        Fault::Input
+    }
+}
+
+/// Why a token file or a key file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// It cannot be opened, examined or read.
+    #[error("cannot {what} {}", path.display())]
+    Io {
+        /// What was being done: "open token file", "read key file" …
+        what: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Group or others may read or write it.
+    #[error("{what} {} is open to group or others (mode {mode:04o}); chmod 600 it", path.display())]
+    Open {
+        /// "token file" or "key file".
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The token file holds only white space.
+    #[error("token file {} is empty", .0.display())]
+    Empty(PathBuf),
+    /// The token in a file cannot travel in a header.
+    #[error("bad token in {}", path.display())]
+    BadTokenIn {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the token.
+        source: BadToken,
+    },
+    /// A token cannot travel in a header.
+    #[error(transparent)]
+    BadToken(#[from] BadToken),
+}
+
+impl Blame for SecretError {
+    /// The system's: the configuration that names the file is right, the file on this
+    /// host is not (its mode, its contents), and `sluice config check` says so with 1.
+    fn fault(&self) -> Fault {
+        Fault::System
+    }
+}
+
+/// Why a token cannot be sent in an `authorization` header.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadToken {
+    /// Nothing.
+    #[error("the token is empty")]
+    Empty,
+    /// Spaces, control characters or non-ASCII.
+    #[error("the token may hold only visible ASCII characters, without spaces")]
+    Characters,
+}
 
 /// Where a daemon listens, or where a client finds it.
 ///
@@ -187,24 +385,20 @@ impl fmt::Debug for ConnectOptions {
 
 impl ConnectOptions {
     /// The interceptor that sends [`ConnectOptions::token`] with every call.
-    pub fn bearer(&self) -> anyhow::Result<Bearer> {
+    pub fn bearer(&self) -> Result<Bearer, BadToken> {
         Bearer::new(self.token.as_deref())
     }
 
     /// The TLS settings for `endpoint`, its files read now: `None` for a plain one. A CA
     /// or a client certificate given for a plain endpoint is an error, so that it never
     /// hides plain text; so is an `https://` endpoint without a CA.
-    pub fn tls(&self, endpoint: &Endpoint) -> anyhow::Result<Option<ClientTlsConfig>> {
+    pub fn tls(&self, endpoint: &Endpoint) -> Result<Option<ClientTlsConfig>, TransportError> {
         let tls = matches!(endpoint, Endpoint::Tcp { tls: true, .. });
         match (&self.ca_file, &self.identity) {
             (Some(ca), identity) if tls => Ok(Some(client_tls(ca, identity.as_ref())?)),
-            (None, _) if tls => {
-                bail!("{endpoint} needs a CA file to check the server's certificate")
-            }
-            (Some(_), _) => bail!("a CA file is only for https:// endpoints, not {endpoint}"),
-            (None, Some(_)) => {
-                bail!("a client certificate is only for https:// endpoints, not {endpoint}")
-            }
+            (None, _) if tls => Err(TransportError::NeedsCa(endpoint.clone())),
+            (Some(_), _) => Err(TransportError::CaNotTls(endpoint.clone())),
+            (None, Some(_)) => Err(TransportError::IdentityNotTls(endpoint.clone())),
             (None, None) => Ok(None),
         }
     }
@@ -215,7 +409,10 @@ impl ConnectOptions {
 ///
 /// The channel reconnects by itself when a later call finds the connection gone. To send
 /// the token, wrap it: `AdminClient::with_interceptor(channel, options.bearer()?)`.
-pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::Result<Channel> {
+pub async fn connect(
+    endpoint: &Endpoint,
+    options: &ConnectOptions,
+) -> Result<Channel, TransportError> {
     let tls = options.tls(endpoint)?;
     match endpoint {
         Endpoint::Unix(path) => {
@@ -230,23 +427,33 @@ pub async fn connect(endpoint: &Endpoint, options: &ConnectOptions) -> anyhow::R
                     }
                 }))
                 .await
-                .with_context(|| format!("cannot connect to {endpoint}"))
+                .map_err(|source| TransportError::Connect {
+                    endpoint: endpoint.clone(),
+                    source,
+                })
         }
         Endpoint::Tcp { .. } => {
+            let bad = |source| TransportError::BadEndpoint {
+                endpoint: endpoint.clone(),
+                source,
+            };
             let mut target = tonic::transport::Endpoint::from_shared(endpoint.to_string())
-                .with_context(|| format!("bad endpoint {endpoint}"))?
+                .map_err(bad)?
                 .connect_timeout(options.connect_timeout)
                 // A cut link shows as silence, not as an error: pings notice it.
                 .http2_keep_alive_interval(KEEPALIVE)
                 .keep_alive_timeout(KEEPALIVE)
                 .keep_alive_while_idle(true);
             if let Some(tls) = tls {
-                target = target.tls_config(tls)?;
+                target = target.tls_config(tls).map_err(bad)?;
             }
             target
                 .connect()
                 .await
-                .with_context(|| format!("cannot connect to {endpoint}"))
+                .map_err(|source| TransportError::Connect {
+                    endpoint: endpoint.clone(),
+                    source,
+                })
         }
     }
 }
@@ -268,11 +475,11 @@ pub struct NoAnswer {
 
 /// Runs `call` (a connection and what is asked over it) for at most `deadline`; when it
 /// takes longer it is dropped, and the error is a [`NoAnswer`] naming `endpoint`.
-pub async fn within<T>(
+pub async fn within<T, E: From<NoAnswer>>(
     endpoint: &Endpoint,
     deadline: Duration,
-    call: impl Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
+    call: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     match tokio::time::timeout(deadline, call).await {
         Ok(answer) => answer,
         Err(_) => Err(NoAnswer {
@@ -294,14 +501,15 @@ pub struct Bearer(Option<MetadataValue<Ascii>>);
 
 impl Bearer {
     /// Checks that the token can travel in a header.
-    pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
+    pub fn new(token: Option<&str>) -> Result<Self, BadToken> {
         let Some(token) = token else {
             return Ok(Bearer(None));
         };
         check_token_text(token)?;
+        // Visible ASCII always makes a header value.
         let value = format!("Bearer {token}")
             .parse()
-            .context("the token cannot be sent in a header")?;
+            .map_err(|_| BadToken::Characters)?;
         Ok(Bearer(Some(value)))
     }
 }
@@ -375,47 +583,51 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 ///
 /// Refuses a file that group or others may read or write (whoever can write it chooses
 /// the token a server accepts), an empty one, and a token that cannot be sent in a header.
-pub fn read_token_file(path: &Path) -> anyhow::Result<String> {
+pub fn read_token_file(path: &Path) -> Result<String, SecretError> {
     let text = read_secret(path, "token file")?;
     let token = text.trim();
     if token.is_empty() {
-        bail!("token file {} is empty", path.display());
+        return Err(SecretError::Empty(path.to_owned()));
     }
-    check_token_text(token).with_context(|| format!("bad token in {}", path.display()))?;
+    check_token_text(token).map_err(|source| SecretError::BadTokenIn {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(token.to_owned())
 }
 
 /// Reads a file of secrets (`what`: "token file", "key file"), refusing one that group or
 /// others may read or write: whoever reads it can pass for its owner, and whoever writes
 /// it chooses what a server accepts.
-pub(crate) fn read_secret(path: &Path, what: &str) -> anyhow::Result<String> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open {what} {}", path.display()))?;
+pub(crate) fn read_secret(path: &Path, what: &'static str) -> Result<String, SecretError> {
+    let io = |verb: &'static str| {
+        move |source| SecretError::Io {
+            what: format!("{verb} {what}"),
+            path: path.to_owned(),
+            source,
+        }
+    };
+    let mut file = std::fs::File::open(path).map_err(io("open"))?;
     // The open file's mode, not the path's: the path could be swapped in between.
-    let mode = file
-        .metadata()
-        .with_context(|| format!("cannot stat {what} {}", path.display()))?
-        .permissions()
-        .mode();
+    let mode = file.metadata().map_err(io("stat"))?.permissions().mode();
     if mode & 0o066 != 0 {
-        bail!(
-            "{what} {} is open to group or others (mode {:04o}); chmod 600 it",
-            path.display(),
-            mode & 0o7777
-        );
+        return Err(SecretError::Open {
+            what,
+            path: path.to_owned(),
+            mode: mode & 0o7777,
+        });
     }
     let mut text = String::new();
-    file.read_to_string(&mut text)
-        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    file.read_to_string(&mut text).map_err(io("read"))?;
     Ok(text)
 }
 
-fn check_token_text(token: &str) -> anyhow::Result<()> {
+fn check_token_text(token: &str) -> Result<(), BadToken> {
     if token.is_empty() {
-        bail!("the token is empty");
+        return Err(BadToken::Empty);
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        bail!("the token may hold only visible ASCII characters, without spaces");
+        return Err(BadToken::Characters);
     }
     Ok(())
 }
@@ -426,38 +638,37 @@ fn check_token_text(token: &str) -> anyhow::Result<()> {
 /// Creates the parent directory if missing. An existing socket is replaced only if nobody
 /// answers on it (a daemon that died without cleaning up); any other file is left alone.
 /// Must be called within a tokio runtime.
-pub async fn bind_unix(path: &Path, mode: u32) -> anyhow::Result<UnixListenerStream> {
+pub async fn bind_unix(path: &Path, mode: u32) -> Result<UnixListenerStream, TransportError> {
+    let failed = |doing: String| move |source| TransportError::Socket { doing, source };
+    let shown = path.display();
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create directory {}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(failed(format!(
+            "cannot create directory {}",
+            parent.display()
+        )))?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => match UnixStream::connect(path).await {
-            Ok(_) => bail!("another daemon is listening on {}", path.display()),
+            Ok(_) => return Err(TransportError::InUse(path.to_owned())),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                std::fs::remove_file(path).with_context(|| {
-                    format!("cannot remove the stale socket {}", path.display())
-                })?;
+                std::fs::remove_file(path)
+                    .map_err(failed(format!("cannot remove the stale socket {shown}")))?;
             }
             Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("cannot tell whether {} is still in use", path.display())
-                });
+                return Err(failed(format!(
+                    "cannot tell whether {shown} is still in use"
+                ))(e));
             }
         },
-        Ok(_) => bail!(
-            "{} exists and is not a socket; refusing to replace it",
-            path.display()
-        ),
+        Ok(_) => return Err(TransportError::NotASocket(path.to_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
+        Err(e) => return Err(failed(format!("cannot stat {shown}"))(e)),
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
+    let listener = UnixListener::bind(path).map_err(failed(format!("cannot bind {shown}")))?;
     // Between bind and chmod the socket has the umask's permissions; that window is
     // harmless because servers decide on the peer's credentials, not on who could connect.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot chmod {:o} {}", mode, path.display()))?;
+        .map_err(failed(format!("cannot chmod {mode:o} {shown}")))?;
     Ok(UnixListenerStream::new(listener))
 }
 

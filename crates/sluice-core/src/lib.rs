@@ -13,7 +13,8 @@
 //! - [`observe`]: per-channel rates over an interval and the job's estimated demand;
 //! - [`config`]: the stage configuration as it travels in a segment;
 //! - [`stats`]: counters summed into the report `sluice run --stats` writes;
-//! - [`hostlist`]: node lists written and read the Slurm way (`node[001-512]`).
+//! - [`hostlist`]: node lists written and read the Slurm way (`node[001-512]`);
+//! - [`error`]: whose fault an error is (the administrator's input or the system's).
 //!
 //! Everything that crosses a room boundary (stage, policy, control, workload) lives here,
 //! so that the stage, which may depend on nothing else, speaks the same language as the
@@ -31,6 +32,7 @@ pub mod classify;
 pub mod config;
 pub mod cost;
 pub mod elf;
+pub mod error;
 pub mod gate;
 pub mod hostlist;
 pub mod observe;

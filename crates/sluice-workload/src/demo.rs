@@ -10,10 +10,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use sluice_control::daemon::{LocalOptions, run_local};
+use sluice_control::daemon::{DaemonError, LocalOptions, run_local};
 use sluice_control::proto::Empty;
 use sluice_control::proto::admin_client::AdminClient;
-use sluice_control::transport::{ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within};
+use sluice_control::transport::{
+    CallError, ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within,
+};
 
 use crate::harness::{Process, free_port, temp_dir};
 use crate::plot::{Panel, Series, png};
@@ -254,7 +256,7 @@ impl DemoOptions {
         // The controller's own error says more than the watcher's "it stopped".
         match (result, ended) {
             (Err(e), _) if e.is::<Interrupted>() => Err(e),
-            (_, Ok(Err(e))) => Err(e.context("the local controller failed")),
+            (_, Ok(Err(e))) => Err(anyhow::Error::new(e).context("the local controller failed")),
             (_, Err(e)) => Err(anyhow::Error::new(e).context("the local controller failed")),
             (result, Ok(Ok(()))) => result,
         }
@@ -264,7 +266,7 @@ impl DemoOptions {
     fn watch(
         &self,
         rt: &tokio::runtime::Runtime,
-        local: &tokio::task::JoinHandle<Result<()>>,
+        local: &tokio::task::JoinHandle<Result<(), DaemonError>>,
         socket: &Path,
         me: &Path,
         work: &Path,
@@ -279,7 +281,11 @@ impl DemoOptions {
             match rt.block_on(connect(&endpoint, &ConnectOptions::default())) {
                 Ok(c) => break c,
                 Err(_) if Instant::now() < ready => std::thread::sleep(Duration::from_millis(50)),
-                Err(e) => return Err(e.context("the local controller never listened")),
+                Err(e) => {
+                    return Err(
+                        anyhow::Error::new(e).context("the local controller never listened")
+                    );
+                }
             }
         };
         let mut admin = AdminClient::new(channel);
@@ -312,7 +318,7 @@ impl DemoOptions {
             if t >= due {
                 let reply = rt
                     .block_on(within(&endpoint, DEFAULT_DEADLINE, async {
-                        Ok(admin.jobs(Empty {}).await?.into_inner())
+                        Ok::<_, CallError>(admin.jobs(Empty {}).await?.into_inner())
                     }))
                     .context("cannot ask the local controller")?;
                 let mut latest: [Option<(f64, f64)>; 4] = [None; 4];

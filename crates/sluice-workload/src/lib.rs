@@ -43,6 +43,7 @@ pub mod bench_stage;
 pub mod calls;
 pub mod data;
 pub mod demo;
+pub mod error;
 pub mod experiment;
 pub mod figures;
 pub mod harness;

@@ -68,6 +68,58 @@ pub struct ReplayReport {
     pub trace_s: f64,
 }
 
+/// The header of [`SecondReport::csv_rows`].
+pub const CSV_HEADER: &str = "second,op,due,done,backlog\n";
+
+impl SecondReport {
+    /// `sluice replay`'s line for this second: calls made, due and owed, then each
+    /// operation's calls (`ops` names them, in the report's order).
+    pub fn line(&self, ops: &[Op]) -> String {
+        let sum = |v: &[u64]| v.iter().sum::<u64>();
+        let mut line = format!(
+            "{:>4}s {:>9} calls/s  due {:>9}  backlog {:>9} ",
+            self.second,
+            sum(&self.done),
+            sum(&self.due),
+            sum(&self.backlog)
+        );
+        for (op, n) in ops.iter().zip(&self.done) {
+            line += &format!(" {op} {n}");
+        }
+        line
+    }
+
+    /// The figures of every operation in this second, as CSV rows (see [`CSV_HEADER`]).
+    pub fn csv_rows(&self, ops: &[Op]) -> String {
+        let mut out = String::new();
+        for (k, op) in ops.iter().enumerate() {
+            out += &format!(
+                "{},{op},{},{},{}\n",
+                self.second, self.due[k], self.done[k], self.backlog[k]
+            );
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for ReplayReport {
+    /// `replayed N calls in T s (R calls/s); the trace lasts S s[, L s late]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let calls: u64 = self.calls.iter().sum();
+        write!(
+            f,
+            "replayed {calls} calls in {:.2} s ({:.0} calls/s); the trace lasts {:.2} s",
+            self.elapsed_s,
+            calls as f64 / self.elapsed_s.max(1e-9),
+            self.trace_s,
+        )?;
+        match self.elapsed_s - self.trace_s {
+            late if late >= 0.05 => write!(f, ", {late:.2} s late"),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// When each operation's calls fall due.
 struct Schedule {
     /// `cum[k][s]`: calls of operation `k` due by the start of trace second `s`, for `s`

@@ -12,7 +12,8 @@ use ratatui::widgets::{Block, Paragraph, Row, Table, Wrap};
 use ratatui::{DefaultTerminal, Frame};
 use serde_json::{Value, json};
 use sluice_control::admin::{jobs_json, pools_json, status_json};
-use sluice_control::proto::{JobInfo, JobsReply, PoolListReply, PoolShare, StatusReply};
+use sluice_control::admin_client::{Admin, AskError};
+use sluice_control::proto::{Empty, JobInfo, JobsReply, PoolListReply, PoolShare, StatusReply};
 use sluice_control::render::admin::{capacity_text, pool_units, rate_in, status_lines};
 use sluice_core::hostlist;
 
@@ -27,6 +28,18 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// One refresh: the controller's status, jobs and pools.
+    pub async fn fetch(admin: &mut Admin) -> Result<Snapshot, AskError> {
+        let status = admin.status(Empty {}).await?.into_inner();
+        let jobs = admin.jobs(Empty {}).await?.into_inner();
+        let pools = admin.pool_list(Empty {}).await?.into_inner();
+        Ok(Snapshot {
+            status,
+            jobs,
+            pools,
+        })
+    }
+
     /// The snapshot as `sluice top --json` prints it.
     pub fn json(&self) -> Value {
         json!({

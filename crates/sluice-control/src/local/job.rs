@@ -10,15 +10,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use sluice_core::bucket::Limit;
 use sluice_core::config::{Slotted, SlottedCosts, StageConfig};
 use sluice_core::cost::Costs;
+use sluice_core::error::Chain;
 use sluice_core::observe::{Snapshot, Watched};
 use sluice_core::rule::{Rule, Unit, parse_rule};
 use sluice_core::segment::{Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError};
 
+use super::LocalError;
 use crate::cluster::{ChannelObs, SegmentNote};
 use crate::proto::PoolTotals;
 use crate::report::Allocation;
@@ -84,27 +85,29 @@ pub struct Policy {
 
 impl Policy {
     /// Reads the protocol's policy; a rule that does not parse is an error.
-    pub fn from_proto(p: &crate::proto::Policy) -> Result<Policy> {
-        let parse = |texts: &[String]| -> Result<Vec<Rule>> {
-            texts
-                .iter()
-                .map(|t| parse_rule(t).map_err(|e| anyhow::anyhow!("policy rule '{t}': {e}")))
-                .collect()
+    pub fn from_proto(p: &crate::proto::Policy) -> Result<Policy, LocalError> {
+        let parse = |texts: &[String]| -> Result<Vec<Rule>, LocalError> {
+            texts.iter().map(|t| rule("policy rule", t)).collect()
         };
         for (pool, conditions) in &p.watches {
-            Slotted::watch(0, conditions)
-                .map_err(|e| anyhow::anyhow!("watch of pool {pool} '{conditions}': {e}"))?;
+            Slotted::watch(0, conditions).map_err(|source| LocalError::Watch {
+                pool: pool.clone(),
+                conditions: conditions.clone(),
+                source,
+            })?;
         }
         let costs = p
             .costs
             .iter()
             .map(|(pool, text)| {
-                let costs = text
-                    .parse::<Costs>()
-                    .map_err(|e| anyhow::anyhow!("costs of pool {pool} '{text}': {e}"))?;
+                let costs = text.parse::<Costs>().map_err(|source| LocalError::Costs {
+                    pool: pool.clone(),
+                    text: text.clone(),
+                    source,
+                })?;
                 Ok((pool.clone(), costs))
             })
-            .collect::<Result<_>>()?;
+            .collect::<Result<_, LocalError>>()?;
         Ok(Policy {
             pools: parse(&p.pools)?,
             rules: parse(&p.rules)?,
@@ -168,6 +171,15 @@ enum Channel {
     Pool(String),
 }
 
+/// `text` as a rule; `what` names it in the error ("policy rule", "rule").
+fn rule(what: &'static str, text: &str) -> Result<Rule, LocalError> {
+    parse_rule(text).map_err(|source| LocalError::Rule {
+        what,
+        text: text.to_owned(),
+        source,
+    })
+}
+
 /// Rates last written to a pool's bucket when nothing was pushed yet: a small floor
 /// (the pool's default `min_share`) that lets the job start until the first cycle.
 const START_SHARE: f64 = 0.01;
@@ -175,21 +187,21 @@ const START_SHARE: f64 = 0.01;
 impl LocalJob {
     /// Builds the configuration `record` and `policy` give, assigning slots to new rules
     /// and pools (fresh slots first, so that a slot's counters are a rule's own).
-    pub fn stage_config(record: &mut JobRecord, policy: &Policy) -> Result<StageConfig> {
+    pub fn stage_config(
+        record: &mut JobRecord,
+        policy: &Policy,
+    ) -> Result<StageConfig, LocalError> {
         let own: Vec<Rule> = record
             .own_rules
             .iter()
-            .map(|t| parse_rule(t).map_err(|e| anyhow::anyhow!("rule '{t}': {e}")))
-            .collect::<Result<_>>()?;
+            .map(|t| rule("rule", t))
+            .collect::<Result<_, _>>()?;
         let rules: Vec<Rule> = policy.rules.iter().cloned().chain(own).collect();
         if rules.len() > MAX_RULES {
-            bail!(
-                "{} rules for one job; a segment holds {MAX_RULES}",
-                rules.len()
-            );
+            return Err(LocalError::TooManyRules(rules.len()));
         }
         if policy.pools.len() > MAX_POOLS {
-            bail!("{} pools; a segment holds {MAX_POOLS}", policy.pools.len());
+            return Err(LocalError::TooManyPools(policy.pools.len()));
         }
         // A named rule keeps its slot (and its counters) through a change of its rate.
         let rules = assign(&mut record.rule_slots, rules, rule_key, MAX_RULES);
@@ -229,7 +241,7 @@ impl LocalJob {
     }
 
     /// Creates the job's segment and its record.
-    pub fn create(mut record: JobRecord, policy: &Policy) -> Result<LocalJob> {
+    pub fn create(mut record: JobRecord, policy: &Policy) -> Result<LocalJob, LocalError> {
         let config = Self::stage_config(&mut record, policy)?;
         let start: Vec<(usize, Limit)> = config
             .pools
@@ -249,13 +261,13 @@ impl LocalJob {
     /// Adopts the segment of a job recorded before a restart: controlled when this build
     /// reads its layout, untouched (at the rates last written) when it does not. The
     /// pools keep the rates last written until the first ones are computed.
-    pub fn adopt(record: JobRecord) -> Result<LocalJob> {
+    pub fn adopt(record: JobRecord) -> Result<LocalJob, LocalError> {
         let segment = match SegmentFile::open(record.segment.clone()) {
             Ok(segment) => segment,
             // A file this build cannot use is still the job's: its processes run on it.
             Err(e) => {
                 let Ok(header) = HeaderFile::open(&record.segment) else {
-                    return Err(e);
+                    return Err(e.into());
                 };
                 let layout = match header.header().layout() {
                     Ok(l) | Err(SegmentError::TooNew(l) | SegmentError::TooOld(l)) => l.version,
@@ -264,7 +276,7 @@ impl LocalJob {
                 return Ok(LocalJob {
                     record,
                     refusals_logged: header.header().refusals().count,
-                    segment: JobSegment::Untouched(header, format!("{e:#}")),
+                    segment: JobSegment::Untouched(header, Chain(&e).to_string()),
                     layout,
                     connected: 0,
                     outside: Vec::new(),
@@ -351,7 +363,7 @@ impl LocalJob {
     /// Puts a new policy in force: rewrites the configuration when it changed, sets the
     /// rules' limits, and starts new pools at their floor. An untouched segment stays as
     /// it is.
-    pub fn apply_policy(&mut self, policy: &Policy) -> Result<()> {
+    pub fn apply_policy(&mut self, policy: &Policy) -> Result<(), LocalError> {
         let JobSegment::Controlled(segment_file) = &self.segment else {
             return Ok(());
         };

@@ -9,6 +9,7 @@
 //! written, since the stage needs nothing but its segment.
 
 mod delta;
+mod error;
 mod job;
 pub mod membership;
 mod node;
@@ -22,10 +23,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+use sluice_core::error::Chain;
 use tonic::Code;
 
 pub use delta::{Deltas, TOLERANCE};
+pub use error::LocalError;
 pub use job::{JobRecord, LocalJob, Policy};
 pub use node::NodeService;
 pub use places::PlaceWarnings;
@@ -105,7 +107,7 @@ impl Local {
         shm_dir: PathBuf,
         coordinator: Option<Arc<Mutex<Coordinator>>>,
         interval: Duration,
-    ) -> Result<Local> {
+    ) -> Result<Local, LocalError> {
         let mut local = Local {
             node,
             state_dir,
@@ -146,13 +148,13 @@ impl Local {
                     if restored.is_some()
                         && let Err(e) = job.apply_policy(&local.policy)
                     {
-                        tracing::warn!(job = %id, "adopted job keeps its rules: {e:#}");
+                        tracing::warn!(job = %id, "adopted job keeps its rules: {}", Chain(&e));
                     }
                     log_adopted(&id, &job);
                     local.jobs.insert(id, job);
                 }
                 Err(e) => {
-                    tracing::warn!(job = %id, "cannot adopt: {e:#}");
+                    tracing::warn!(job = %id, "cannot adopt: {}", Chain(&e));
                     state_dir::forget(&local.state_dir, &id);
                 }
             }
@@ -181,8 +183,14 @@ impl Local {
             _ => self.callers_job(&request.job, caller),
         };
         let pid = caller.pid;
-        let invalid =
-            |e: anyhow::Error| refusal(&id, Some(caller), Code::InvalidArgument, format!("{e:#}"));
+        let invalid = |e: LocalError| {
+            refusal(
+                &id,
+                Some(caller),
+                Code::InvalidArgument,
+                Chain(&e).to_string(),
+            )
+        };
         if let Some(job) = self.jobs.get_mut(&id) {
             if job.record.uid != uid {
                 let why = format!(
@@ -424,7 +432,7 @@ impl Local {
         self.policy = policy;
         for (id, job) in &mut self.jobs {
             if let Err(e) = job.apply_policy(&self.policy) {
-                tracing::warn!(job = %id, "policy not applied: {e:#}");
+                tracing::warn!(job = %id, "policy not applied: {}", Chain(&e));
             }
             state_dir::save(&self.state_dir, &job.record);
         }

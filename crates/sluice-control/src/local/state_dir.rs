@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use sluice_core::error::Chain;
 
-use super::JobRecord;
-use crate::config::persist::{unwritable, write_atomically};
+use super::{JobRecord, LocalError};
+use crate::config::persist::write_atomically;
 use crate::segment_file::file_safe;
 
 fn jobs_dir(state_dir: &Path) -> PathBuf {
@@ -20,36 +20,43 @@ fn record_path(state_dir: &Path, job: &str) -> PathBuf {
 /// Fails, with one line saying what to do, unless this process may write in
 /// `state_dir` (created if need be): a record that cannot be saved is a job lost at the
 /// next restart, better known at start.
-pub fn check_writable(state_dir: &Path) -> Result<()> {
-    let what = || unwritable(state_dir);
+pub fn check_writable(state_dir: &Path) -> Result<(), LocalError> {
+    let unwritable = |source| LocalError::StateDir {
+        dir: state_dir.to_owned(),
+        source,
+    };
     let dir = jobs_dir(state_dir);
-    std::fs::create_dir_all(&dir).with_context(what)?;
+    std::fs::create_dir_all(&dir).map_err(unwritable)?;
     let probe = dir.join(".writable");
-    write_atomically(&probe, b"").with_context(what)?;
+    write_atomically(&probe, b"").map_err(unwritable)?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 
 /// Every record in `state_dir`; one that cannot be read is logged and skipped.
-pub fn load(state_dir: &Path) -> Result<Vec<JobRecord>> {
+pub fn load(state_dir: &Path) -> Result<Vec<JobRecord>, LocalError> {
     let dir = jobs_dir(state_dir);
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
+    let io = |doing: String| move |source| LocalError::Io { doing, source };
+    std::fs::create_dir_all(&dir).map_err(io(format!(
+        "cannot create the state directory {}",
+        dir.display()
+    )))?;
     let mut records = Vec::new();
-    for entry in
-        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
-    {
-        let path = entry?.path();
+    let read = io(format!("cannot read {}", dir.display()));
+    for entry in std::fs::read_dir(&dir).map_err(read)? {
+        let path = entry
+            .map_err(io(format!("cannot read {}", dir.display())))?
+            .path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
         match std::fs::read(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| Ok(serde_json::from_slice::<JobRecord>(&b)?))
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<JobRecord>(&b).map_err(|e| e.to_string()))
         {
             Ok(record) => records.push(record),
             Err(e) => {
-                tracing::warn!(path = %path.display(), "unreadable job record removed: {e:#}");
+                tracing::warn!(path = %path.display(), "unreadable job record removed: {e}");
                 let _ = std::fs::remove_file(&path);
             }
         }
@@ -113,10 +120,10 @@ pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => return ignored(&path, e.into()),
+        Err(e) => return ignored(&path, &e),
     };
     let policy = serde_json::from_slice::<SavedPolicy>(&bytes)
-        .map_err(anyhow::Error::from)
+        .map_err(LocalError::from)
         .and_then(|saved| {
             super::Policy::from_proto(&crate::proto::Policy {
                 pools: saved.pools,
@@ -128,16 +135,17 @@ pub fn load_policy(state_dir: &Path) -> Option<super::Policy> {
         });
     match policy {
         Ok(policy) => Some(policy),
-        Err(e) => ignored(&path, e),
+        Err(e) => ignored(&path, &e),
     }
 }
 
 /// No policy, and the log says why the one at `path` was not read.
-fn ignored(path: &Path, e: anyhow::Error) -> Option<super::Policy> {
+fn ignored(path: &Path, e: &(dyn std::error::Error + 'static)) -> Option<super::Policy> {
     tracing::warn!(
         path = %path.display(),
         "saved policy ignored, the adopted jobs keep what their segments hold until the \
-         global answers: {e:#}"
+         global answers: {}",
+        Chain(e)
     );
     None
 }

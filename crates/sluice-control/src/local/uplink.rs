@@ -9,11 +9,13 @@ use std::time::Duration;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use super::{Policy, Shared};
+use sluice_core::error::Chain;
+
+use super::{LocalError, Policy, Shared};
 use crate::link_auth::{Refusals, refusal};
 use crate::proto::control_client::ControlClient;
 use crate::proto::{GlobalMessage, Hello, LocalMessage, global_message, local_message};
-use crate::transport::{ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within};
+use crate::transport::{CallError, ConnectOptions, DEFAULT_DEADLINE, Endpoint, connect, within};
 
 /// First and longest wait between two connection attempts: a restarted global has every
 /// local back within about a second.
@@ -30,7 +32,7 @@ async fn open_session(
     global: &Endpoint,
     options: &ConnectOptions,
     outbound: ReceiverStream<LocalMessage>,
-) -> anyhow::Result<Streaming<GlobalMessage>> {
+) -> Result<Streaming<GlobalMessage>, CallError> {
     // Opening the stream has a deadline; once open, the connection's keep-alive pings
     // notice a global that stops answering.
     within(global, DEFAULT_DEADLINE, async {
@@ -46,7 +48,7 @@ async fn open_session(
 pub(crate) async fn uplink<F, Fut>(local: Shared, global: &(dyn Display + Sync), open: F)
 where
     F: Fn(ReceiverStream<LocalMessage>) -> Fut,
-    Fut: Future<Output = anyhow::Result<Streaming<GlobalMessage>>>,
+    Fut: Future<Output = Result<Streaming<GlobalMessage>, CallError>>,
 {
     let mut wait = BACKOFF.0;
     let mut refusals = Refusals::default();
@@ -56,7 +58,7 @@ where
             Ok(()) => tracing::warn!(%global, "global controller closed the stream"),
             Err(e) => match refusal(&e) {
                 Some(why) => refusals.refused(global, why),
-                None => tracing::warn!(%global, "global controller unreachable: {e:#}"),
+                None => tracing::warn!(%global, "global controller unreachable: {}", Chain(&e)),
             },
         }
         if let Ok(mut l) = local.lock() {
@@ -79,41 +81,34 @@ async fn session<F, Fut>(
     global: &(dyn Display + Sync),
     open: &F,
     refusals: &mut Refusals,
-) -> anyhow::Result<()>
+) -> Result<(), LocalError>
 where
     F: Fn(ReceiverStream<LocalMessage>) -> Fut,
-    Fut: Future<Output = anyhow::Result<Streaming<GlobalMessage>>>,
+    Fut: Future<Output = Result<Streaming<GlobalMessage>, CallError>>,
 {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    let node = local
-        .lock()
-        .map_err(|_| anyhow::anyhow!("state poisoned"))?
-        .node
-        .clone();
+    let node = local.lock().map_err(|_| LocalError::Poisoned)?.node.clone();
     tx.send(LocalMessage {
         body: Some(local_message::Body::Hello(Hello { node, version: 1 })),
     })
-    .await?;
+    .await
+    .map_err(|_| LocalError::Closed)?;
     let mut inbound = open(ReceiverStream::new(rx)).await?;
     {
-        let mut l = local
-            .lock()
-            .map_err(|_| anyhow::anyhow!("state poisoned"))?;
+        let mut l = local.lock().map_err(|_| LocalError::Poisoned)?;
         l.uplink = Some(tx);
         l.full_next = true;
     }
     tracing::info!(%global, "connected to the global controller");
     refusals.clear();
-    while let Some(message) = inbound.message().await? {
+    while let Some(message) = inbound.message().await.map_err(LocalError::Stream)? {
         apply(local, message)?;
     }
     Ok(())
 }
 
-fn apply(local: &Shared, message: GlobalMessage) -> anyhow::Result<()> {
-    let mut l = local
-        .lock()
-        .map_err(|_| anyhow::anyhow!("state poisoned"))?;
+fn apply(local: &Shared, message: GlobalMessage) -> Result<(), LocalError> {
+    let mut l = local.lock().map_err(|_| LocalError::Poisoned)?;
     match message.body {
         Some(global_message::Body::Policy(p)) => {
             let policy = Policy::from_proto(&p)?;
@@ -127,7 +122,7 @@ fn apply(local: &Shared, message: GlobalMessage) -> anyhow::Result<()> {
             l.apply_rates(rates.iter().map(|(j, p)| (j, p)));
             l.last_rates_cycle = r.cycle;
         }
-        None => anyhow::bail!("an empty message from the global controller"),
+        None => return Err(LocalError::EmptyMessage),
     }
     Ok(())
 }
