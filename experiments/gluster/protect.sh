@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9, "A real file system's metadata server, protected": a victim (mdprobe, closed-
+# A real file system's metadata server, protected: a victim (mdprobe, closed-
 # loop uncached stat, every call timed) beside 4 aggressors (`sluice load --ops
 # mknod,unlink`, one process each) on the GlusterFS volume of up.sh, under set-ups:
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# stdio under a bytes rule (issue #10): a program writes 200 MiB through fprintf to a
+# stdio under a bytes rule: a program writes 200 MiB through fprintf to a
 # managed file under `class=data rate=20MiB/s`, then reads it back with getline and with
 # fscanf (tests/c/stdio.c). Each should take (200 MiB - burst) / 20 MiB/s, about 10 s;
 # prints each run's bytes, seconds, and its deviation from that, and the bytes --stats
