@@ -80,6 +80,22 @@ pub struct Signals {
     pub ignored: u64,
 }
 
+/// `BLOCKED:IGNORED`, two masks in hex, as the stage passes them to `sluice supervise`.
+impl std::str::FromStr for Signals {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Signals, String> {
+        let (b, i) = text
+            .split_once(':')
+            .ok_or_else(|| format!("'{text}': expected BLOCKED:IGNORED, two masks in hex"))?;
+        let mask = |m: &str| u64::from_str_radix(m, 16).map_err(|e| format!("'{m}': {e}"));
+        Ok(Signals {
+            blocked: mask(b)?,
+            ignored: mask(i)?,
+        })
+    }
+}
+
 impl Signals {
     /// What this process would pass on if it exec'ed the program itself: its blocked mask
     /// and ignored signals, read before it sets handlers of its own, less SIGPIPE, which

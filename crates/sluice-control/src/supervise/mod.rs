@@ -20,6 +20,7 @@
 pub mod calls;
 pub mod elf;
 pub mod filter;
+pub mod task;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -73,6 +74,9 @@ pub enum SuperviseError {
     /// The thread could not be started.
     #[error("cannot start the supervisor: {0}")]
     Thread(#[from] std::io::Error),
+    /// The port to the task that installs the filter failed.
+    #[error("the supervisor's port to its task: {0}")]
+    Port(std::io::Error),
 }
 
 impl Supervisor {
