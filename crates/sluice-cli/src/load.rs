@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use sluice_core::rule::{Rate, Unit};
+use sluice_core::rule::parse_size;
 use sluice_workload::calls::callable;
 use sluice_workload::figures;
 use sluice_workload::ior::{self, Access, IorSpec, Layout};
@@ -83,10 +83,10 @@ struct IorArgs {
     #[arg(long)]
     file_per_process: bool,
     /// Bytes per call: 4096, 64KiB, 1MiB…
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     transfer: u64,
     /// Bytes moved by all ranks together (per phase), split evenly among them.
-    #[arg(long, value_name = "SIZE", value_parser = size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     volume: u64,
     /// Ranks (threads).
     #[arg(long, default_value_t = 1)]
@@ -116,16 +116,6 @@ struct PeriodicArgs {
     /// Compute-then-I/O phases.
     #[arg(long, default_value_t = 3)]
     phases: u32,
-}
-
-/// A size in bytes: a number, or a number with a byte unit (`64KiB`, `1MiB`, `1GB`), read
-/// by the rule language's reader of quantities.
-fn size(text: &str) -> Result<u64, String> {
-    let expected = || format!("'{text}': expected a size, e.g. 4096, 64KiB or 1MiB");
-    match format!("{text}/s").parse::<Rate>() {
-        Ok(r) if r.unit == Unit::Bytes || text.bytes().all(|b| b.is_ascii_digit()) => Ok(r.per_sec),
-        _ => Err(expected()),
-    }
 }
 
 impl LoadArgs {

@@ -36,6 +36,13 @@ pub use file::{RulesFile, RulesFileError};
 pub use parse::{ParseError, parse_conditions, parse_rule};
 pub use rate::{Rate, Unit, format_amount_approx, format_rate_approx};
 
+/// A size in bytes as every command and file of sluice reads it: a number, optionally with
+/// a unit (`4096`, `64KiB`, `1MiB`; `k`, `M`, `G` count in thousands), the reader of the
+/// rule language's `size` field.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    value::size(text).map_err(|expected| format!("'{text}': expected {expected}"))
+}
+
 use crate::op::Op;
 
 /// One rule: conditions on a request and the rate its matching requests are held to.

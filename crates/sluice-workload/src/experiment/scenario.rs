@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sluice_control::config::parse_duration;
-use sluice_core::rule::{Rate, Unit};
+use sluice_core::rule::{Rate, parse_size};
 
 /// A whole scenario.
 #[derive(Debug, Deserialize)]
@@ -378,18 +378,6 @@ fn rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
 
 fn some_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
     rate(d).map(Some)
-}
-
-/// A number of bytes with a unit (`4MiB`, `1GB`), or a plain number.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let rate: Rate = format!("{text}/s")
-        .parse()
-        .map_err(|e| format!("{text:?}: {e}"))?;
-    match rate.unit {
-        Unit::Bytes => Ok(rate.per_sec),
-        Unit::Ops if text.chars().all(|c| c.is_ascii_digit()) => Ok(rate.per_sec),
-        Unit::Ops => Err(format!("{text:?}: expected a size in bytes (e.g. 4MiB)")),
-    }
 }
 
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
