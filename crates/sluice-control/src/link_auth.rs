@@ -118,7 +118,13 @@ pub fn refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
                 status.code(),
                 Code::Unauthenticated | Code::PermissionDenied
             );
-            return refused.then(|| status.message().to_owned());
+            if refused {
+                return Some(status.message().to_owned());
+            }
+            // A status the transport made stands for its failure, which may be a TLS
+            // alert: the typed errors keep the status, not its causes, in their chain.
+            return std::error::Error::source(status)
+                .and_then(|inner| sluice_core::error::causes(inner).find_map(tls_refusal));
         }
         tls_refusal(cause)
     })
