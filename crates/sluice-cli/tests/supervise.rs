@@ -6,7 +6,9 @@
 //! another length): the rate after the initial burst is within 2%, every call is counted
 //! exactly in `--stats`, and a job made of a static and a dynamic process shares one
 //! budget. The supervised programs' output
-//! is that of the native run. These tests run one at a time (two cores).
+//! is that of the native run. A static program's writes on a managed file are held by a
+//! data rule within 2% and its reads counted; its writes to pipes and unmanaged files
+//! pass uncharged. These tests run one at a time (two cores).
 
 #[macro_use]
 mod common;
@@ -174,6 +176,26 @@ fn static_writes_to_pipes_and_unmanaged_files_pass_uncharged() {
         assert_eq!(stats.rule(0, "bytes"), 0, "{target}: nothing charged");
         assert!(stats.unmanaged() >= 6000, "{target}: {}", stats.unmanaged());
     }
+}
+
+/// A static program's `pread`s of a managed file are counted and charged the bytes they
+/// ask for (here all the file holds: 4 KiB from its start), once each.
+#[test]
+fn static_reads_of_a_managed_file_are_counted() {
+    let _serial = serial();
+    let s = Scratch::new();
+    let file = s.path("r");
+    std::fs::write(&file, vec![7u8; 4096]).unwrap();
+    let prog = c_prog_with("bench_loop", &["-static"]);
+    let run = s
+        .sluice()
+        .rule("class=data rate=1000MiB/s")
+        .exec(&[&prog, "read", &file, "1000"]);
+    let stats = run.ok();
+    assert_eq!(stats.calls("read"), 3000, "pread calls counted");
+    assert_eq!(stats.bytes("read"), 3000 * 4096, "bytes counted");
+    assert_eq!(stats.rule(0, "bytes"), 3000 * 4096, "bytes charged");
+    assert_eq!(stats.calls("open"), 1, "the one open");
 }
 
 /// A static parent and the dynamic program it execs (which carries the stage) share the

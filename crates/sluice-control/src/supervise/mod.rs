@@ -4,7 +4,8 @@
 //! The launcher puts such a program under a seccomp filter before it execs
 //! ([`Filter`]): its file-system calls ([`calls::CALLS`]) stop in the kernel and are sent
 //! to a supervisor as user notifications. The supervisor ([`Supervisor`], a thread of the
-//! launcher) reads the call's path from the process's memory (`/proc/PID/mem`), checks
+//! launcher) reads the call's path from the process's memory (`/proc/PID/mem`), or for a
+//! read or write the path its descriptor names (`/proc/PID/fd/N`), checks
 //! that the notification still stands (the process did not die and its pid was not
 //! reused meanwhile), judges the path against the job's managed places as the stage
 //! would, admits the call through the job's own buckets in its segment (one budget for
