@@ -198,6 +198,36 @@ fn static_reads_of_a_managed_file_are_counted() {
     assert_eq!(stats.calls("open"), 1, "the one open");
 }
 
+/// A static program that cannot be exec'ed (no execute permission) is reported as the
+/// shells report it (126): its child's report of the failed exec, a `write` made under
+/// the filter, is served (the supervisor starts before the child).
+#[test]
+fn a_static_program_that_cannot_be_execed_fails_at_once() {
+    let dir = tmp_dir();
+    let prog = dir.path().join("noexec");
+    std::fs::copy(static_rate(), &prog).unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let s = Scratch::new();
+    let mut child = s
+        .sluice()
+        .rule(DATA_RULE)
+        .command(None, &[path_str(&prog)])
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("sluice run still waits for a program that cannot be exec'ed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(126));
+}
+
 /// A static parent and the dynamic program it execs (which carries the stage) share the
 /// job's one budget; the dynamic child is not supervised (the stage holds it).
 #[test]

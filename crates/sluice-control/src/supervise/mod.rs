@@ -82,20 +82,11 @@ pub enum SuperviseError {
 }
 
 impl Supervisor {
-    /// Serves `listener`, admitting calls through the job's segment at `segment`; one line
-    /// per executable first held is appended to `log` when given.
-    pub fn start(
-        listener: OwnedFd,
-        segment: &Path,
-        uid: u32,
-        log: Option<PathBuf>,
-    ) -> Result<Supervisor, SuperviseError> {
-        Supervisor::prepare(segment, uid, log)?.start(listener)
-    }
-
     /// Everything a supervisor needs but the listener (the job's segment mapped, its
     /// rules read): a supervisor in a process of its own says it is ready only once this
-    /// succeeded, so that no listener is handed to one that cannot serve it.
+    /// succeeded, so that no listener is handed to one that cannot serve it. Calls are
+    /// admitted through the job's segment at `segment`; one line per executable first
+    /// held is appended to `log` when given.
     pub fn prepare(
         segment: &Path,
         uid: u32,
@@ -136,16 +127,6 @@ impl Prepared {
         self
     }
 
-    /// Serves `listener` on a thread of its own, until the process exits.
-    pub fn start(self, listener: OwnedFd) -> Result<Supervisor, SuperviseError> {
-        let (mut serve, seen) = self.serve_of(listener);
-        // Detached: it serves the job's processes until the launcher exits.
-        std::thread::Builder::new()
-            .name("sluice-supervisor".into())
-            .spawn(move || serve.run())?;
-        Ok(Supervisor { seen })
-    }
-
     /// Serves the listener a child will send to `port` once it installed the filter, on a
     /// thread of its own started now, before the child is: the child's own calls between
     /// the filter and its exec are supervised (a failed exec reports its errno to the
@@ -160,6 +141,7 @@ impl Prepared {
         let ours = seen.clone();
         std::thread::Builder::new()
             .name("sluice-supervisor".into())
+            // Detached: it serves the job's processes until the launcher exits.
             .spawn(move || {
                 if let Ok(Some(listener)) = port.receive_within(deadline) {
                     self.serve_with(listener, ours).run();
@@ -172,12 +154,7 @@ impl Prepared {
     /// process under the filter has gone: whoever calls this watches the listener for
     /// its hang-up (`POLLHUP`) on another thread.
     pub fn serve(self, listener: OwnedFd) {
-        self.serve_of(listener).0.run();
-    }
-
-    fn serve_of(self, listener: OwnedFd) -> (Serve, Arc<Mutex<BTreeMap<String, Supervised>>>) {
-        let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        (self.serve_with(listener, seen.clone()), seen)
+        self.serve_with(listener, Arc::default()).run();
     }
 
     fn serve_with(
