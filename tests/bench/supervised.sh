@@ -4,7 +4,9 @@
 # statically, run natively and under `sluice run` (supervised), the file managed (a
 # catch-all rule whose rate is never reached) and unmanaged (the mount is elsewhere);
 # and, for the same loop linked dynamically, the stage's cost (unchanged by supervision:
-# a dynamic program carries no filter).
+# a dynamic program carries no filter). Then a loop of 4 KiB writes, static: to /dev/null
+# (a descriptor on no managed place: judged and let through) and to a managed file
+# (admitted through the catch-all rule), natively and supervised.
 # Variants run in turn, ROUNDS times (default 11); each figure is the median of its
 # rounds, each ratio the median of the rounds' ratios.
 # Environment: SLUICE_BIN_DIR (default target/release), ROUNDS, N (calls per run).
@@ -32,10 +34,14 @@ run() {
     unmanaged) "$bin/sluice" run --rule "$rule" --mount /scratch-not-here -- "$work/static" stat "$f" "$n" ;;
     dyn-native) "$work/dynamic" stat "$f" "$((n * 10))" ;;
     dyn-stage) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/dynamic" stat "$f" "$((n * 10))" ;;
+    w-null) "$work/static" write /dev/null "$n" ;;
+    w-null-sup) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/static" write /dev/null "$n" ;;
+    w-file) "$work/static" write "$work/managed/w" "$n" ;;
+    w-file-sup) "$bin/sluice" run --rule "$rule" --mount "$work/managed" -- "$work/static" write "$work/managed/w" "$n" ;;
     esac 2>&1 >/dev/null
 }
 
-variants="native supervised unmanaged dyn-native dyn-stage"
+variants="native supervised unmanaged dyn-native dyn-stage w-null w-null-sup w-file w-file-sup"
 for v in $variants; do : >"$work/r-$v"; done
 for _ in $(seq "$rounds"); do
     for v in $variants; do run "$v" >>"$work/r-$v"; done
@@ -48,3 +54,8 @@ printf '%-30s %9.0f %8.1f\n' "static, supervised, managed" "$(median <"$work/r-s
 printf '%-30s %9.0f %8.1f\n' "static, supervised, unmanaged" "$(median <"$work/r-unmanaged")" "$(ratio native unmanaged)"
 printf '%-30s %9.0f %8s\n' "dynamic, native" "$(median <"$work/r-dyn-native")" 1
 printf '%-30s %9.0f %8.2f\n' "dynamic, stage, managed" "$(median <"$work/r-dyn-stage")" "$(ratio dyn-native dyn-stage)"
+printf '4 KiB write, ns per call (median of %d rounds of %d calls)\n' "$rounds" "$n"
+printf '%-30s %9.0f %8s\n' "/dev/null, native" "$(median <"$work/r-w-null")" 1
+printf '%-30s %9.0f %8.1f\n' "/dev/null, supervised" "$(median <"$work/r-w-null-sup")" "$(ratio w-null w-null-sup)"
+printf '%-30s %9.0f %8s\n' "managed file, native" "$(median <"$work/r-w-file")" 1
+printf '%-30s %9.0f %8.1f\n' "managed file, supervised" "$(median <"$work/r-w-file-sup")" "$(ratio w-file w-file-sup)"

@@ -38,8 +38,9 @@ use crate::client::{deadline, local_socket};
 /// except /proc, /sys, /dev and /run.
 ///
 /// A program the stage cannot enter (statically linked, or written in Go) is supervised:
-/// it runs under a seccomp filter that stops its file-system calls in the kernel until
-/// `sluice run` has judged and admitted them through the job's budget (see
+/// it runs under a seccomp filter that stops its file-system calls, and its reads and
+/// writes, in the kernel until `sluice run` has judged and admitted them through the
+/// job's budget (see
 /// docs/limitations.md for what that costs).
 ///
 /// Example: sluice run --rule 'op=getattr rate=5k/s' --mount /scratch --stats s.json -- ./app

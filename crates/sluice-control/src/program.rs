@@ -21,12 +21,6 @@ pub enum ProgramError {
     /// The seccomp filter could not be built.
     #[error("cannot prepare the seccomp filter")]
     Filter(#[source] std::io::Error),
-    /// The supervised program's listener did not arrive.
-    #[error("cannot receive the supervised program's listener")]
-    Listener(#[source] std::io::Error),
-    /// The supervised program closed its end without sending its listener.
-    #[error("the supervised program sent no listener")]
-    NoListener,
     /// The supervisor could not start.
     #[error(transparent)]
     Supervise(#[from] SuperviseError),
@@ -117,6 +111,10 @@ impl Signals {
     }
 }
 
+/// How long a supervisor waits for the listener of the child started after it: the child
+/// sends it between its fork and its exec, so a deadline that is never reached.
+const LISTENER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Starts `cmd` with `signals`; under the seccomp filter, with a supervisor admitting its
 /// calls through the job's segment at `segment`, when `supervise` (the stage cannot enter
 /// it), and with io_uring denied when `io_uring` says so. A program that cannot be started
@@ -138,6 +136,16 @@ pub fn start(
         Some((f, port)) => (Some(f), port),
         None => (None, None),
     };
+    // Started before the child: its own calls between the filter and the exec are held
+    // too, and a failed exec reports itself with a `write` that must be answered.
+    let supervisor = match port {
+        Some(port) => {
+            let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
+            let prepared = Supervisor::prepare(segment, uid, log)?;
+            Some(prepared.start_on(port, LISTENER_DEADLINE)?)
+        }
+        None => None,
+    };
     // SAFETY: the closure sets signal dispositions and the mask and installs the filter,
     // which makes only async-signal-safe calls (prctl, seccomp, sendmsg, close).
     unsafe {
@@ -155,17 +163,6 @@ pub fn start(
         Err(e) => return Ok(Err((126, e))),
     };
     CHILD.store(child.id() as i32, Ordering::Relaxed);
-    let supervisor = match port {
-        Some(port) => {
-            let listener = port
-                .receive()
-                .map_err(ProgramError::Listener)?
-                .ok_or(ProgramError::NoListener)?;
-            let log = std::env::var_os("SLUICE_LOG").map(PathBuf::from);
-            Some(Supervisor::start(listener, segment, uid, log)?)
-        }
-        None => None,
-    };
     Ok(Ok(Held { child, supervisor }))
 }
 

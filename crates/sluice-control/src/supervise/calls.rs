@@ -13,6 +13,22 @@ pub enum Named {
     /// an empty path with `AT_EMPTY_PATH`, or a null one (`utimensat`), names the
     /// descriptor itself.
     At(usize, usize),
+    /// An open descriptor in argument `n` (`read`, `write`, `fstat`, `getdents64`): judged
+    /// by the path its file was opened at, as the process's descriptor table names it
+    /// when the call stops.
+    Fd(usize),
+}
+
+/// How many bytes a call moves, by argument position, as far as is known before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moves {
+    /// None: a metadata call.
+    Nothing,
+    /// The count in argument `n` (`read`, `write`, `pread64`, `pwrite64`).
+    Count(usize),
+    /// The sum of the lengths of the `iovec` array in argument `iov` of `cnt` entries in
+    /// argument `cnt` (`readv`, `writev` and their positioned forms).
+    Iov(usize, usize),
 }
 
 /// One system call the supervisor judges.
@@ -24,17 +40,28 @@ pub struct Call {
     pub op: Op,
     /// Its target.
     pub named: Named,
+    /// The bytes it moves.
+    pub moves: Moves,
 }
 
 macro_rules! calls {
-    ($($sys:ident => $op:ident, $named:expr;)*) => {
+    ($($sys:ident => $op:ident, $named:expr $(, $moves:expr)?;)*) => {
         /// Every system call sent to the supervisor. Two-path calls are judged by their
-        /// first path and `symlink` by the link it creates, as the stage judges them.
-        pub const CALLS: &[Call] = &[$(Call { nr: libc::$sys, op: Op::$op, named: $named }),*];
+        /// first path and `symlink` by the link it creates, as the stage judges them; a
+        /// data call is charged the bytes it asks to move, as the stage charges a `write`.
+        pub const CALLS: &[Call] = &[$(Call {
+            nr: libc::$sys,
+            op: Op::$op,
+            named: $named,
+            moves: calls!(@moves $($moves)?),
+        }),*];
     };
+    (@moves) => { Moves::Nothing };
+    (@moves $moves:expr) => { $moves };
 }
 
-use Named::{At, Path};
+use Moves::{Count, Iov};
+use Named::{At, Fd, Path};
 
 calls! {
     SYS_open => Open, Path(0);
@@ -82,11 +109,23 @@ calls! {
     SYS_llistxattr => Listxattr, Path(0);
     SYS_removexattr => Removexattr, Path(0);
     SYS_lremovexattr => Removexattr, Path(0);
+    SYS_fstat => Getattr, Fd(0);
+    SYS_getdents64 => Readdir, Fd(0);
+    SYS_read => Read, Fd(0), Count(2);
+    SYS_pread64 => Read, Fd(0), Count(2);
+    SYS_readv => Read, Fd(0), Iov(1, 2);
+    SYS_preadv => Read, Fd(0), Iov(1, 2);
+    SYS_preadv2 => Read, Fd(0), Iov(1, 2);
+    SYS_write => Write, Fd(0), Count(2);
+    SYS_pwrite64 => Write, Fd(0), Count(2);
+    SYS_writev => Write, Fd(0), Iov(1, 2);
+    SYS_pwritev => Write, Fd(0), Iov(1, 2);
+    SYS_pwritev2 => Write, Fd(0), Iov(1, 2);
 }
 
 /// The row of system call `nr`, and the operation it is for these arguments
 /// (`unlinkat` with `AT_REMOVEDIR` removes a directory).
-pub fn call_of(nr: i64, args: &[u64; 6]) -> Option<(Op, Named)> {
+pub fn call_of(nr: i64, args: &[u64; 6]) -> Option<(Op, Named, Moves)> {
     let call = CALLS.iter().find(|c| c.nr == nr)?;
     let op = match call.op {
         Op::Unlink if nr == libc::SYS_unlinkat && args[2] as i32 & libc::AT_REMOVEDIR != 0 => {
@@ -94,5 +133,5 @@ pub fn call_of(nr: i64, args: &[u64; 6]) -> Option<(Op, Named)> {
         }
         op => op,
     };
-    Some((op, call.named))
+    Some((op, call.named, call.moves))
 }

@@ -4,7 +4,8 @@
 //! The launcher puts such a program under a seccomp filter before it execs
 //! ([`Filter`]): its file-system calls ([`calls::CALLS`]) stop in the kernel and are sent
 //! to a supervisor as user notifications. The supervisor ([`Supervisor`], a thread of the
-//! launcher) reads the call's path from the process's memory (`/proc/PID/mem`), checks
+//! launcher) reads the call's path from the process's memory (`/proc/PID/mem`), or for a
+//! read or write the path its descriptor names (`/proc/PID/fd/N`), checks
 //! that the notification still stands (the process did not die and its pid was not
 //! reused meanwhile), judges the path against the job's managed places as the stage
 //! would, admits the call through the job's own buckets in its segment (one budget for
@@ -32,7 +33,8 @@ use std::sync::{Arc, Mutex};
 
 use sluice_core::classify::Compiled;
 use sluice_core::config::{StageConfig, latency_sample_of};
-use sluice_core::gate::{Gate, Size, ThreadState};
+use sluice_core::gate::{Gate, MAX_IO, Size, ThreadState};
+use sluice_core::op::Op;
 
 use crate::clock::MonotonicClock;
 use sluice_core::path::{PATH_MAX, mounts_of_types, resolve_into};
@@ -43,7 +45,7 @@ use crate::segment_file::SegmentFile;
 pub use elf::{Why, inspect};
 pub use filter::{Filter, IoUring, ListenerPort};
 
-use calls::{Named, call_of};
+use calls::{Moves, Named, call_of};
 
 /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h, Linux 6.6), which the libc crate
 /// does not name yet.
@@ -80,20 +82,11 @@ pub enum SuperviseError {
 }
 
 impl Supervisor {
-    /// Serves `listener`, admitting calls through the job's segment at `segment`; one line
-    /// per executable first held is appended to `log` when given.
-    pub fn start(
-        listener: OwnedFd,
-        segment: &Path,
-        uid: u32,
-        log: Option<PathBuf>,
-    ) -> Result<Supervisor, SuperviseError> {
-        Supervisor::prepare(segment, uid, log)?.start(listener)
-    }
-
     /// Everything a supervisor needs but the listener (the job's segment mapped, its
     /// rules read): a supervisor in a process of its own says it is ready only once this
-    /// succeeded, so that no listener is handed to one that cannot serve it.
+    /// succeeded, so that no listener is handed to one that cannot serve it. Calls are
+    /// admitted through the job's segment at `segment`; one line per executable first
+    /// held is appended to `log` when given.
     pub fn prepare(
         segment: &Path,
         uid: u32,
@@ -134,13 +127,26 @@ impl Prepared {
         self
     }
 
-    /// Serves `listener` on a thread of its own, until the process exits.
-    pub fn start(self, listener: OwnedFd) -> Result<Supervisor, SuperviseError> {
-        let (mut serve, seen) = self.serve_of(listener);
-        // Detached: it serves the job's processes until the launcher exits.
+    /// Serves the listener a child will send to `port` once it installed the filter, on a
+    /// thread of its own started now, before the child is: the child's own calls between
+    /// the filter and its exec are supervised (a failed exec reports its errno to the
+    /// launcher with a `write`), so they must be served before the launcher waits for
+    /// the exec. The thread gives up when no listener came within `deadline`.
+    pub fn start_on(
+        self,
+        port: ListenerPort,
+        deadline: std::time::Duration,
+    ) -> Result<Supervisor, SuperviseError> {
+        let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let ours = seen.clone();
         std::thread::Builder::new()
             .name("sluice-supervisor".into())
-            .spawn(move || serve.run())?;
+            // Detached: it serves the job's processes until the launcher exits.
+            .spawn(move || {
+                if let Ok(Some(listener)) = port.receive_within(deadline) {
+                    self.serve_with(listener, ours).run();
+                }
+            })?;
         Ok(Supervisor { seen })
     }
 
@@ -148,10 +154,14 @@ impl Prepared {
     /// process under the filter has gone: whoever calls this watches the listener for
     /// its hang-up (`POLLHUP`) on another thread.
     pub fn serve(self, listener: OwnedFd) {
-        self.serve_of(listener).0.run();
+        self.serve_with(listener, Arc::default()).run();
     }
 
-    fn serve_of(self, listener: OwnedFd) -> (Serve, Arc<Mutex<BTreeMap<String, Supervised>>>) {
+    fn serve_with(
+        self,
+        listener: OwnedFd,
+        seen: Arc<Mutex<BTreeMap<String, Supervised>>>,
+    ) -> Serve {
         // The supervisor answers each call at once, and the program waits for nothing
         // else: the kernel may then switch straight from one to the other on the same
         // processor (Linux 6.6; a few times faster than a wake-up through the scheduler).
@@ -163,17 +173,15 @@ impl Prepared {
                 SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
             )
         };
-        let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        let serve = Serve {
+        Serve {
             listener,
             judge: self.judge,
             procs: HashMap::new(),
             ts: ThreadState::new(),
-            seen: seen.clone(),
+            seen,
             log: self.log,
             exempt: self.exempt,
-        };
-        (serve, seen)
+        }
     }
 }
 
@@ -284,6 +292,9 @@ enum Target {
     Path(usize),
     /// Its target could not be read (a bad address, a descriptor not open).
     Unjudged,
+    /// A descriptor that names no place of the file system (a pipe, a socket, an
+    /// anonymous inode).
+    Elsewhere,
     /// The thread is gone, or has exec'ed since its table entry was made.
     Stale,
 }
@@ -319,7 +330,8 @@ impl Serve {
 
     /// Judges, admits and counts one call (everything but the answer).
     fn handle(&mut self, req: &libc::seccomp_notif) {
-        let Some((op, named)) = call_of(req.data.nr as i64, &req.data.args) else {
+        let args = &req.data.args;
+        let Some((op, named, moves)) = call_of(req.data.nr as i64, args) else {
             return;
         };
         let mut buf = [0u8; PATH_MAX];
@@ -336,7 +348,7 @@ impl Serve {
                 return;
             }
             let null_is_fd = req.data.nr as i64 == libc::SYS_utimensat;
-            target = read_target(&p.mem, req.pid, named, &req.data.args, null_is_fd, &mut buf);
+            target = read_target(&p.mem, req.pid, named, args, null_is_fd, &mut buf);
             if !matches!(target, Target::Stale) {
                 break;
             }
@@ -359,6 +371,10 @@ impl Serve {
         let segment = unsafe { &*segment };
         let n = match target {
             Target::Path(n) => n,
+            Target::Elsewhere => {
+                Gate::count_unmanaged(segment, &mut self.ts);
+                return;
+            }
             Target::Unjudged | Target::Stale => {
                 Gate::count_unjudged(segment, &mut self.ts);
                 return;
@@ -374,8 +390,31 @@ impl Serve {
             gate.unmanaged(&mut self.ts);
             return;
         }
-        let ticket = gate.admit(&mut self.ts, &MonotonicClock, op, place, Size::Known(0));
-        gate.finish(&mut self.ts, &MonotonicClock, ticket, 0);
+        let bytes = match moves {
+            Moves::Nothing => 0,
+            Moves::Count(c) => args[c].min(MAX_IO),
+            Moves::Iov(iov, cnt) => {
+                // Read only now, for a managed descriptor: an unmanaged `writev` pays
+                // no second read of the program's memory. What was read is the
+                // thread's own only if its call still stands.
+                let mem = self.procs.get(&req.pid).map(|p| &p.mem);
+                let len = mem.map_or(0, |m| iov_len(m, args[iov], args[cnt]));
+                if !id_valid(&self.listener, req.id) {
+                    return;
+                }
+                len
+            }
+        };
+        // As the stage charges them: a write the bytes it asks to write before it runs;
+        // a read up to the burst before, the rest after. The supervisor does not see
+        // what the call moved (the kernel carries it on), so both settle on the count
+        // asked: a read cut short by the end of a file is charged in full.
+        let size = match op {
+            Op::Read => Size::UpTo(bytes),
+            _ => Size::Known(bytes),
+        };
+        let ticket = gate.admit(&mut self.ts, &MonotonicClock, op, place, size);
+        gate.finish(&mut self.ts, &MonotonicClock, ticket, bytes);
     }
 
     /// The thread `tid`'s entry, made on its first call (or after it exec'ed).
@@ -434,14 +473,7 @@ impl Serve {
     /// Whether notification `id` still stands: its thread is alive and waiting in that
     /// call, so what was read of it is its own (its pid was not reused meanwhile).
     fn valid(&self, id: u64) -> bool {
-        // SAFETY: the listener and a u64, as the ioctl names.
-        unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
-                &id,
-            ) == 0
-        }
+        id_valid(&self.listener, id)
     }
 
     /// Lets the call run as the program made it.
@@ -461,6 +493,18 @@ impl Serve {
                 &mut resp,
             )
         };
+    }
+}
+
+/// Whether notification `id` of `listener` still stands ([`Serve::valid`]).
+fn id_valid(listener: &OwnedFd, id: u64) -> bool {
+    // SAFETY: the listener and a u64, as the ioctl names.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &id,
+        ) == 0
     }
 }
 
@@ -490,6 +534,7 @@ fn read_target(
     let (dirfd, addr) = match named {
         Named::Path(p) => (libc::AT_FDCWD, args[p]),
         Named::At(d, p) => (args[d] as i32, args[p]),
+        Named::Fd(d) => return read_fd_target(tid, args[d] as i32, out),
     };
     let mut path = [0u8; PATH_MAX];
     let len = match addr {
@@ -518,6 +563,55 @@ fn read_target(
         return Target::Path(5);
     }
     resolve_into(out, base, rel).map_or(Target::Unjudged, Target::Path)
+}
+
+/// Reads the path descriptor `fd` of thread `tid` was opened at into `out`, as the
+/// thread's descriptor table names it now (`/proc/TID/fd/FD`).
+///
+/// Read at every call, never remembered: the table is read while the call is stopped,
+/// so a descriptor closed, `dup2`ed over, replaced by `close_range`, received over a
+/// socket or reused by a later `open` is judged by what it names now, without the
+/// supervisor having to see any of the calls that changed it. A remembered answer would
+/// need a check per call all the same (the file's identity through the same `/proc`
+/// entry), which costs what this read costs.
+fn read_fd_target(tid: u32, fd: i32, out: &mut [u8; PATH_MAX]) -> Target {
+    if fd < 0 {
+        return Target::Unjudged;
+    }
+    let mut link = [0u8; 64];
+    let len = {
+        let mut w = &mut link[..63];
+        if write!(w, "/proc/{tid}/fd/{fd}").is_err() {
+            return Target::Unjudged;
+        }
+        63 - w.len()
+    };
+    link[len] = 0;
+    // SAFETY: a NUL-terminated path and a buffer of the length given.
+    let n = unsafe { libc::readlink(link.as_ptr().cast(), out.as_mut_ptr().cast(), PATH_MAX) };
+    match n {
+        n if n < 0 || n as usize >= PATH_MAX => Target::Unjudged,
+        _ if out[0] != b'/' => Target::Elsewhere,
+        n => Target::Path(n as usize),
+    }
+}
+
+/// The bytes the `cnt` entries of the `iovec` array at `addr` of the memory `mem` ask to
+/// move (0 when it cannot be read, or `cnt` is past `IOV_MAX`: the call then fails).
+fn iov_len(mem: &File, addr: u64, cnt: u64) -> u64 {
+    const IOV_MAX: u64 = 1024;
+    if cnt == 0 || cnt > IOV_MAX {
+        return 0;
+    }
+    let mut raw = [0u8; IOV_MAX as usize * 16];
+    let want = &mut raw[..cnt as usize * 16];
+    if mem.read_exact_at(want, addr).is_err() {
+        return 0;
+    }
+    want.chunks_exact(16)
+        .map(|v| u64::from_ne_bytes(v[8..16].try_into().unwrap_or_default()))
+        .fold(0u64, u64::saturating_add)
+        .min(MAX_IO)
 }
 
 /// Reads the NUL-terminated string at `addr` of the memory `mem`, a page at a time (a
