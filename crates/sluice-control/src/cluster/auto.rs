@@ -36,6 +36,13 @@ pub const MIN_SAMPLES: u64 = 20;
 /// little, and use alone would keep a capacity cut to its floor there for good.
 pub const BUSY: f64 = 0.9;
 
+/// The capacity grows only while the latency is under this fraction of the target, and
+/// holds between it and the target: a pool that grew whenever the target held would
+/// probe past it every few intervals (each probe a second over the target, then a cut),
+/// a sawtooth in which the other jobs lose what the probe lends; with the band the
+/// capacity rests where the latency is near the target and under it.
+pub const GROW_BELOW: f64 = 0.8;
+
 /// Intervals after a cut before another: the cut's effect shows in the next interval's
 /// latencies only (rates reach the stages during it), so cutting again at once would
 /// answer the same overload twice.
@@ -99,14 +106,15 @@ impl AutoState {
         }
     }
 
-    /// AIMD on one latency figure against the target.
+    /// AIMD on one latency figure against the target, with a band under the target in
+    /// which the capacity holds.
     fn steer(&mut self, spec: &AutoCapacity, cycle: u64, latency: f64, asked: f64) {
         if latency > spec.target_p99_s {
             if self.cut_at.is_none_or(|at| cycle >= at + CUT_SPACING) {
                 self.capacity = (self.capacity * spec.backoff).max(spec.min);
                 self.cut_at = Some(cycle);
             }
-        } else if asked >= BUSY * self.capacity {
+        } else if latency <= GROW_BELOW * spec.target_p99_s && asked >= BUSY * self.capacity {
             self.capacity = (self.capacity + spec.step).min(spec.max);
         }
     }
@@ -207,6 +215,17 @@ mod tests {
             a.update(&s, cycle, &fast, a.capacity);
         }
         assert_eq!(a.capacity, s.max);
+    }
+
+    #[test]
+    fn a_latency_near_the_target_holds_the_capacity() {
+        let s = spec();
+        let mut a = AutoState::new(&s);
+        // 3.5 ms against a 4-ms target: within it, but above 80% of it.
+        a.update_from_server(&s, 1, Some(0.0035), 1000.0);
+        assert_eq!(a.capacity, 1000.0);
+        a.update_from_server(&s, 2, Some(0.003), 1000.0);
+        assert_eq!(a.capacity, 1100.0);
     }
 
     #[test]
