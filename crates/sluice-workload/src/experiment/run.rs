@@ -492,17 +492,22 @@ impl SetupRun<'_> {
             }
         } else if matches!(part, Workload::Command { .. }) {
             // Uncontrolled, a program still runs under the stage, standalone, with one
-            // rule of the pool's filter that never holds (1000 times the capacity): its
-            // calls are counted as a controlled set-up's pool counts them, at the same
-            // cost per call.
-            let never = Rate {
-                per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
-                unit: sc.pool.capacity.unit,
+            // rule of the pool's filter: the set-up's limit for the job, a static rule
+            // as `sluice run --rule` sets one with no controller; without a limit, one
+            // that never holds (1000 times the capacity), so that its calls are counted
+            // as a controlled set-up's pool counts them, at the same cost per call.
+            let rate = match self.setup.limits.get(&job.name) {
+                Some(limit) => limit.clone(),
+                None => Rate {
+                    per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
+                    unit: sc.pool.capacity.unit,
+                }
+                .to_string(),
             };
             cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
                 .arg(p.managed)
                 .arg("--rule")
-                .arg(format!("{} rate={never}", sc.pool.matches))
+                .arg(format!("{} rate={rate}", sc.pool.matches))
                 .arg("--")
                 .args(&args);
         } else {

@@ -328,8 +328,8 @@ pub struct Setup {
     /// Its name (Baseline, PSFA, …).
     pub name: String,
     /// The pool's algorithm (`sluice alloc --help`), or `none`: no controller, no stage
-    /// (but a command job's program still runs under the stage, with a rule that never
-    /// holds, to be counted).
+    /// (but a command job's program still runs under the stage, standalone, with a
+    /// static rule at its limit in this set-up, or one that never holds, to be counted).
     pub algorithm: String,
     /// The algorithm's parameters (`{ work_conserving = false }`).
     #[serde(default)]
