@@ -35,13 +35,16 @@ for n in runs:
         aggr = st.mean(x for j, x in v['jobs'].items() if j != 'victim')
         per.setdefault(k, []).append(dict(v, pct=100 * v['jobs']['victim'] / sv if sv else None,
                                          pct_ref=100 * v['jobs']['victim'] / ref if ref else None, aggr=aggr))
+def settled(alloc):
+    m = re.search(r'\((\d+) s\)', alloc)
+    return float(m.group(1)) if m else None
 def ms(xs):
     xs = [x for x in xs if x is not None]
     if not xs: return '–'
     return f'{st.mean(xs):.0f} ({min(xs):.0f}–{max(xs):.0f})'
 print()
-print('| set-up | victim calls/s | % of solo | % of aggressors held | each aggressor calls/s | MDS requests/s | MDS reply latency µs (median of seconds) | seconds within 500 µs | allocated (settled from), per run |')
-print('|---|---|---|---|---|---|---|---|---|')
+print('| set-up | victim calls/s | % of solo | % of aggressors held | each aggressor calls/s | MDS requests/s | MDS reply latency µs (median of seconds) | seconds within the target | allocation settled after (s) | allocated (settled from), per run |')
+print('|---|---|---|---|---|---|---|---|---|---|')
 for k in ['Victim alone'] + order:
     r = per[k]
-    print(f'| {k} | {ms([x["jobs"]["victim"] for x in r])} | {ms([x["pct"] for x in r])}% | {ms([x["pct_ref"] for x in r]) if k!="Victim alone" else "–"}{"%" if k!="Victim alone" else ""} | {ms([x["aggr"] for x in r]) if k!="Victim alone" else "–"} | {ms([x["req"] for x in r])} | {ms([x["lat"] for x in r])} | {ms([x["within"] for x in r])}% | {"; ".join(x["alloc"] for x in r)} |')
+    print(f'| {k} | {ms([x["jobs"]["victim"] for x in r])} | {ms([x["pct"] for x in r])}% | {ms([x["pct_ref"] for x in r]) if k!="Victim alone" else "–"}{"%" if k!="Victim alone" else ""} | {ms([x["aggr"] for x in r]) if k!="Victim alone" else "–"} | {ms([x["req"] for x in r])} | {ms([x["lat"] for x in r])} | {ms([x["within"] for x in r])}% | {ms([settled(x["alloc"]) for x in r])} | {"; ".join(x["alloc"] for x in r)} |')
