@@ -27,6 +27,7 @@ use crate::global::{ControlService, Global, run_deadlines, start_cycles};
 use crate::held_file::HeldFile;
 use crate::http::{api_router, metrics_router};
 use crate::link_auth::Admission;
+use crate::local::relay;
 use crate::local::{Local, LocalError, NodeService, Policy, Shared, report_message, run_uplink};
 use crate::metrics::Metrics;
 use crate::proto::admin_server::AdminServer;
@@ -349,6 +350,7 @@ pub async fn run_local(o: LocalOptions) -> Result<(), DaemonError> {
     if let Some(global) = o.global.clone() {
         tokio::spawn(run_uplink(local.clone(), global, o.connect.clone()));
     }
+    tokio::spawn(relay_steps(local.clone()));
     tokio::spawn(local_ticks(
         local.clone(),
         Arc::new(SystemWallClock),
@@ -465,6 +467,18 @@ async fn reload_on_hup(
     }
 }
 
+/// The local's hand-overs between two cycles: [`relay::STEPS_PER_INTERVAL`] looks per
+/// interval at the jobs of the exclusive groups pushed for it (nothing to do while
+/// there are none), each lending a rate left unused to the next job in the group's
+/// order.
+async fn relay_steps(local: Shared) {
+    loop {
+        let interval = local.lock().expect("local").interval();
+        tokio::time::sleep(interval / relay::STEPS_PER_INTERVAL).await;
+        local.lock().expect("local").relay_step();
+    }
+}
+
 /// The local's cycle: at each boundary of `clock`, observe every job, then compute
 /// (single-node) or report up (cluster).
 pub(crate) async fn local_ticks(
@@ -497,6 +511,9 @@ pub(crate) async fn local_ticks(
         );
         let mut l = local.lock().expect("local");
         l.set_outside(outside);
+        // A hand-over lasts until its interval ends: the round about to decide sees
+        // the jobs at their pushed rates.
+        l.end_relays();
         let observed = l.observe(cycle);
         if let Some(c) = l.coordinator.clone() {
             let rates = {
@@ -521,8 +538,9 @@ pub(crate) async fn local_ticks(
             match rates {
                 Ok(rates) => {
                     let node = l.node.clone();
-                    for r in rates.iter().filter(|r| r.node == node) {
+                    for r in rates.into_iter().filter(|r| r.node == node) {
                         l.apply_rates(r.jobs.iter().map(|(j, p)| (j, p)));
+                        l.set_relays(r.relays.into_iter().map(relay::Chain::from).collect());
                     }
                 }
                 Err(e) => tracing::error!("cycle {cycle}: {e}"),

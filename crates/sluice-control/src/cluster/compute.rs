@@ -16,13 +16,14 @@ use sluice_policy::{Estimator, JobField, Observation, Round};
 
 use super::registry::effective;
 use super::{
-    ChannelObs, Cluster, ClusterError, Grouping, NodeRates, Placement, Pool, Settings, ShareView,
-    TreeNodeView,
+    ChannelObs, Cluster, ClusterError, Grouping, NodeRates, Placement, Pool, Relay, Settings,
+    ShareView, TreeNodeView,
 };
 
 /// One placement (a job on a node) of this cycle, in the order of the nodes, then of
 /// their jobs, by name: the order in which [`Cluster::changes`] walks them again.
 struct Entry<'a> {
+    node: &'a str,
     job: &'a str,
     connected: bool,
     placement: &'a Placement,
@@ -58,9 +59,10 @@ impl<'a> Context<'a> {
     /// the cluster's layout, else sorted afresh.
     fn new(cluster: &'a Cluster, interval_s: f64, grouping: Grouping) -> Self {
         let mut entries = Vec::new();
-        for node in cluster.nodes.values() {
+        for (name, node) in &cluster.nodes {
             for (job, placement) in &node.jobs {
                 entries.push(Entry {
+                    node: name,
                     job,
                     connected: node.down_since.is_none(),
                     placement,
@@ -114,8 +116,14 @@ impl<'a> Context<'a> {
     }
 
     /// One pool's round: its jobs' shares into `pool`, their per-node rates into
-    /// `fresh` (by entry, `NaN` where no rate is pushed).
-    fn run(&self, pool: &mut Pool, fresh: &mut [f64]) -> Result<(), ClusterError> {
+    /// `fresh` (by entry, `NaN` where no rate is pushed), and the hand-overs its
+    /// algorithm's exclusive groups allow within the interval into `relays`.
+    fn run(
+        &self,
+        pool: &mut Pool,
+        fresh: &mut [f64],
+        relays: &mut Vec<Relay>,
+    ) -> Result<(), ClusterError> {
         // The name the placements share (see `pool_map`).
         let name = pool.name.clone();
         let name = &*name;
@@ -157,7 +165,8 @@ impl<'a> Context<'a> {
             for &e in &self.order[job.start..job.end] {
                 let entry = &self.entries[e];
                 let obs = entry.placement.pools.get(name).copied().unwrap_or_default();
-                let demand = demand(&obs);
+                let pushed = entry.placement.pushed.get(name).copied();
+                let demand = queued_demand(&obs, pushed);
                 demands[e] = demand;
                 g.all_usage += obs.admitted;
                 g.all_calls += obs.calls;
@@ -238,13 +247,78 @@ impl<'a> Context<'a> {
                 &attrs,
             )?
         };
-        for (&j, allocation) in members.iter().zip(allocations) {
+        for (&j, &allocation) in members.iter().zip(&allocations) {
             pool.shares[j].1.allocation += allocation;
             self.split(&self.jobs[j], allocation, &demands, fresh);
+        }
+        // The algorithm ran (something was left beyond the held rates and the floor):
+        // its groups are of this round.
+        let capacity = pool.capacity();
+        let floor = pool.plan.min_share * capacity;
+        let ran = capacity - held_total - floor > 0.0 && pool.plan.tree.is_none();
+        if ran && !spec.is_some_and(|spec| spec.fixed_rate) {
+            let each = floor / count.max(1) as f64;
+            self.relays(pool, &members, &allocations, each, fresh, relays);
         }
         pool.held = held_total;
         pool.layout = Some(self.layout);
         Ok(())
+    }
+
+    /// The hand-overs of `pool`'s exclusive groups (its algorithm's succession), one
+    /// [`Relay`] per group and node: the group's jobs on that node in their order of
+    /// service, each with what it may lend, the part of its rate there beyond its share
+    /// of the floor (`each` of its allocation, which it keeps). `members` and
+    /// `allocations` are by the round's jobs, `fresh` by entry.
+    fn relays(
+        &self,
+        pool: &Pool,
+        members: &[usize],
+        allocations: &[f64],
+        each: f64,
+        fresh: &[f64],
+        relays: &mut Vec<Relay>,
+    ) {
+        for group in pool.allocator.succession() {
+            let first = relays.len();
+            for &m in group {
+                let (Some(&j), Some(&allocation)) = (members.get(m), allocations.get(m)) else {
+                    continue;
+                };
+                // The share of the rate a node holds beyond the floor, the same on every
+                // node of the job (the floor is split with the rest).
+                let lends = if allocation > 0.0 {
+                    ((allocation - each) / allocation).max(0.0)
+                } else {
+                    0.0
+                };
+                let job = &self.jobs[j];
+                for &e in &self.order[job.start..job.end] {
+                    let entry = &self.entries[e];
+                    if !entry.connected || fresh[e].is_nan() {
+                        continue;
+                    }
+                    let part = (job.name.to_owned(), fresh[e] * lends);
+                    match relays[first..].iter_mut().find(|r| r.node == entry.node) {
+                        Some(r) => r.jobs.push(part),
+                        None => relays.push(Relay {
+                            node: entry.node.to_owned(),
+                            pool: pool.name.to_string(),
+                            jobs: vec![part],
+                        }),
+                    }
+                }
+            }
+            // A node with one job of the group has no one to hand over to.
+            let mut k = first;
+            while k < relays.len() {
+                if relays[k].jobs.len() < 2 {
+                    relays.swap_remove(k);
+                } else {
+                    k += 1;
+                }
+            }
+        }
     }
 
     /// The least part of job `job`'s allocation its connected nodes get when split:
@@ -385,16 +459,17 @@ impl Cluster {
         let width = context.entries.len();
         // By pool, by entry.
         let mut fresh = vec![f64::NAN; width * pools.len()];
+        let mut relays = Vec::new();
         let mut result = Ok(());
         for (p, pool) in pools.values_mut().enumerate() {
-            result = context.run(pool, &mut fresh[p * width..(p + 1) * width]);
+            result = context.run(pool, &mut fresh[p * width..(p + 1) * width], &mut relays);
             if result.is_err() {
                 break;
             }
         }
         let grouping = context.into_grouping();
         let names: Vec<Arc<str>> = pools.values().map(|p| p.name.clone()).collect();
-        let out = result.map(|()| self.changes(&names, &fresh, width));
+        let out = result.map(|()| with_relays(self.changes(&names, &fresh, width), relays));
         self.pools = pools;
         self.grouping = grouping;
         out
@@ -468,11 +543,29 @@ impl Cluster {
                 out.push(NodeRates {
                     node: name.clone(),
                     jobs,
+                    relays: Vec::new(),
                 });
             }
         }
         out
     }
+}
+
+/// Adds each node's hand-overs to its rates: every cycle, changed or not, since a
+/// node keeps a hand-over only until its next interval begins (docs/algorithms.md
+/// "Hand-over"); a node with hand-overs and no changed rate gets them alone.
+fn with_relays(mut out: Vec<NodeRates>, relays: Vec<Relay>) -> Vec<NodeRates> {
+    for relay in relays {
+        match out.iter_mut().find(|r| r.node == relay.node) {
+            Some(r) => r.relays.push(relay),
+            None => out.push(NodeRates {
+                node: relay.node.clone(),
+                jobs: Vec::new(),
+                relays: vec![relay],
+            }),
+        }
+    }
+    out
 }
 
 /// Tells the pool's algorithm to forget the jobs of its last round that are not in
@@ -538,6 +631,21 @@ fn reuse(mut buffer: String, id: &str, known: bool) -> String {
 /// what the job actually asked for.
 fn demand(obs: &ChannelObs) -> f64 {
     obs.demand.max(obs.arrivals)
+}
+
+/// A job's demand on one node as the round reads it: [`demand`], and for a job whose
+/// calls wait at its gate but that neither arrived nor was admitted in the interval
+/// (each of its threads held the whole interval at a low rate), the rate it was held to
+/// (`pushed`; one unit per second before any was). Such a job asks: an algorithm that
+/// orders jobs by when they began asking (SET-10) would otherwise see it idle, start
+/// its phase afresh when it next passes a call, and put it behind jobs that began after
+/// it.
+fn queued_demand(obs: &ChannelObs, pushed: Option<f64>) -> f64 {
+    let demand = demand(obs);
+    if demand > 0.0 || (obs.waiting == 0 && obs.wait <= 0.0) {
+        return demand;
+    }
+    pushed.unwrap_or(1.0).max(1.0)
 }
 
 /// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round (or the tree's

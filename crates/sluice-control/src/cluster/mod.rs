@@ -31,7 +31,9 @@
 //!
 //! Job `i`'s observation, summed over its *connected* nodes: `usage = Σ admitted`,
 //! `arrivals = Σ max(demand, arrivals)` (what the job asked for is a lower bound of what
-//! it would have asked for unthrottled, so a low estimate cannot hide real arrivals),
+//! it would have asked for unthrottled, so a low estimate cannot hide real arrivals;
+//! on a node where both are 0 but its calls waited at the gate, held the whole
+//! interval, the rate last pushed there: a queued job is not idle),
 //! `limit` = its setting, else that same demand (with no reservation, the job's
 //! estimated unthrottled demand stands in for PSFA's and PSharing's `demandᵢ`), or 0
 //! under an algorithm whose limits are guarantees (`reservations`: a job nobody gave a
@@ -78,6 +80,17 @@
 //! The per-node floor lets an idle node start; max-min lets a node held below its
 //! job's other nodes catch up (held nodes estimate their demand from what they were
 //! admitted); the parts sum to `A`.
+//!
+//! ## Hand-over within an interval
+//!
+//! An algorithm whose groups take the pool one job after another (`set10`'s sets,
+//! [`sluice_policy::Allocator::succession`]) also yields, each cycle and for each
+//! group and node where two or more of its jobs are, a [`Relay`]: those jobs in the
+//! group's order of service, each with the part of its rate there beyond its share of
+//! the floor (`rateₖ · (Aᵢ − f) / Aᵢ`). [`Cluster::compute`] returns every cycle's
+//! relays with the node's rates (a node with relays and no changed rate gets them
+//! alone); the node lends, until its next interval, the part of a job that stopped
+//! asking to the next in the order that asks (docs/algorithms.md "Hand-over").
 //!
 //! ## Disconnection, staleness, reconnection
 //!
@@ -372,6 +385,23 @@ pub struct NodeRates {
     pub node: String,
     /// By job: the node's new share of the job's allocation, by pool.
     pub jobs: Vec<(String, BTreeMap<String, f64>)>,
+    /// The hand-overs the node may make until its next interval (every cycle, not
+    /// only changes).
+    pub relays: Vec<Relay>,
+}
+
+/// An exclusive group's jobs on one node, in their order of service: within an
+/// interval, what a job that stops asking may lend passes to the next one that asks
+/// (docs/algorithms.md "Hand-over").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Relay {
+    /// The node.
+    pub node: String,
+    /// The pool.
+    pub pool: String,
+    /// The group's jobs on the node, in order, each with the part of its rate there it
+    /// may lend (beyond its floor), per second.
+    pub jobs: Vec<(String, f64)>,
 }
 
 /// Why a pool, a setting or a compute was refused; the message names the field.

@@ -531,3 +531,122 @@ fn the_pools_estimator_is_what_the_algorithm_reads_as_load() {
         Err("pools.md.estimator: uniform-share reads no load, so no estimator applies".into())
     );
 }
+
+fn period(p: f64) -> JobSetting {
+    JobSetting {
+        limit: None,
+        weight: None,
+        period_s: Some(p),
+    }
+}
+
+#[test]
+fn a_set10_pool_relays_a_set_on_each_node_in_its_order_of_service() {
+    let mut c = cluster(vec![plan("md", "set10", 0.1)]);
+    // a, b, c in set 2 (periods 40–60 s), k alone in set 0.
+    for (id, p) in [("a", 40.0), ("b", 50.0), ("c", 60.0), ("k", 1.0)] {
+        c.set_job(id, None, period(p)).expect("valid");
+    }
+    c.report("n1", 1, true, vec![job("a", 5_000.0, 0.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    // b and c begin their phases after a; c on another node.
+    let n1 = vec![
+        job("a", 5_000.0, 0.0),
+        job("b", 5_000.0, 0.0),
+        job("k", 100.0, 0.0),
+    ];
+    c.report("n1", 2, true, n1, vec![]);
+    c.report("n2", 2, true, vec![job("c", 5_000.0, 0.0)], vec![]);
+    let out = c.compute(2, 1.0).expect("computes");
+    // The floor, 1,000, is 250 each; k's set takes its 100, set 2 the other 8,900: a
+    // its 5,000, b the 3,900 left, c nothing.
+    let rates = pushed(&out);
+    assert!(
+        close(rates[&("n1".into(), "a".into())], 5_250.0),
+        "{rates:?}"
+    );
+    assert!(
+        close(rates[&("n1".into(), "b".into())], 4_150.0),
+        "{rates:?}"
+    );
+    let on = |node: &str| {
+        out.iter()
+            .find(|r| r.node == node)
+            .map(|r| r.relays.clone())
+            .unwrap_or_default()
+    };
+    // n1 holds a and b of set 2 (k's set of one hands nothing over); each may lend
+    // what it has beyond its floor. n2 holds one job of the set: nothing to hand on.
+    let n1 = on("n1");
+    assert_eq!(n1.len(), 1, "{n1:?}");
+    assert_eq!((n1[0].node.as_str(), n1[0].pool.as_str()), ("n1", "md"));
+    let names: Vec<&str> = n1[0].jobs.iter().map(|(j, _)| j.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(close(n1[0].jobs[0].1, 5_000.0) && close(n1[0].jobs[1].1, 3_900.0));
+    assert!(on("n2").is_empty());
+    // Relays go every cycle, with no rate changed.
+    c.report(
+        "n1",
+        3,
+        true,
+        vec![job("a", 5_000.0, 5_000.0), job("b", 5_000.0, 0.0)],
+        vec![],
+    );
+    c.report("n2", 3, true, vec![job("c", 5_000.0, 0.0)], vec![]);
+    let out = c.compute(3, 1.0).expect("computes");
+    let n1 = out
+        .iter()
+        .find(|r| r.node == "n1")
+        .expect("n1 is sent its relay");
+    assert_eq!(n1.relays.len(), 1);
+    // Other algorithms have no exclusive groups.
+    let mut p = cluster(vec![plan("md", "psfa-held", 0.1)]);
+    p.report(
+        "n1",
+        1,
+        true,
+        vec![job("a", 5_000.0, 0.0), job("b", 5_000.0, 0.0)],
+        vec![],
+    );
+    let out = p.compute(1, 1.0).expect("computes");
+    assert!(out.iter().all(|r| r.relays.is_empty()));
+}
+
+#[test]
+fn a_job_queued_at_its_gate_keeps_its_place_in_a_set10_set() {
+    let mut c = cluster(vec![plan("md", "set10", 0.1)]);
+    for id in ["q", "r"] {
+        c.set_job(id, None, period(40.0)).expect("valid");
+    }
+    c.report("n1", 1, true, vec![job("q", 5_000.0, 0.0)], vec![]);
+    c.compute(1, 1.0).expect("computes");
+    // q's threads wait at its gate the whole interval: nothing arrived, nothing was
+    // admitted. r begins its phase.
+    let queued = NodeJob {
+        pools: BTreeMap::from([(
+            "md".to_owned(),
+            ChannelObs {
+                waiting: 2,
+                ..ChannelObs::default()
+            },
+        )]),
+        ..job("q", 0.0, 0.0)
+    };
+    c.report("n1", 2, true, vec![queued, job("r", 5_000.0, 0.0)], vec![]);
+    c.compute(2, 1.0).expect("computes");
+    c.report(
+        "n1",
+        3,
+        true,
+        vec![job("q", 20_000.0, 0.0), job("r", 20_000.0, 0.0)],
+        vec![],
+    );
+    c.compute(3, 1.0).expect("computes");
+    // q's phase began first: it holds the set.
+    assert!(
+        close(allocation(&c, "q"), 9_500.0),
+        "{}",
+        allocation(&c, "q")
+    );
+    assert!(close(allocation(&c, "r"), 500.0), "{}", allocation(&c, "r"));
+}

@@ -38,7 +38,7 @@ impl Global {
                 .collect()
         };
         let mut slow = Vec::new();
-        for (tx, current, NodeRates { node, jobs }) in targets {
+        for (tx, current, NodeRates { node, jobs, relays }) in targets {
             if !current {
                 slow.push(node);
                 continue;
@@ -50,6 +50,7 @@ impl Global {
                         .into_iter()
                         .map(|(job, pools)| proto::JobRates { job, pools })
                         .collect(),
+                    relays: relays.into_iter().map(proto::Relay::from).collect(),
                 })),
             };
             if tx.try_send(Ok(message)).is_err() {

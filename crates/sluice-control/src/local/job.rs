@@ -17,9 +17,12 @@ use sluice_core::cost::Costs;
 use sluice_core::error::Chain;
 use sluice_core::observe::{Snapshot, Watched};
 use sluice_core::rule::{Rule, Unit, parse_rule};
-use sluice_core::segment::{Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError};
+use sluice_core::segment::{
+    ChannelTotal, Header, LAYOUT_VERSION, Latency, MAX_POOLS, MAX_RULES, SegmentError,
+};
 
 use super::LocalError;
+use super::relay::Activity;
 use crate::cluster::{ChannelObs, SegmentNote};
 use crate::proto::PoolTotals;
 use crate::report::Allocation;
@@ -396,17 +399,44 @@ impl LocalJob {
     /// Writes this node's share of `pool` into the job's bucket for it (not into an
     /// untouched segment).
     pub fn set_pool_rate(&mut self, pool: &str, rate: f64) {
+        if self.write_pool_rate(pool, rate) {
+            self.pool_rates.insert(pool.to_owned(), rate);
+        }
+    }
+
+    /// Writes `rate` into the job's bucket for `pool` without making it the pushed
+    /// rate (a hand-over's, see `relay`); whether the job has that bucket.
+    pub(super) fn write_pool_rate(&mut self, pool: &str, rate: f64) -> bool {
         let (JobSegment::Controlled(segment), Some(&slot)) =
             (&self.segment, self.record.pool_slots.get(pool))
         else {
-            return;
+            return false;
         };
         // A zero rate would hold every call: the floor of one call (or byte) per second
         // keeps an application moving while the controller thinks again.
         let per_sec = (rate.max(1.0)).round() as u64;
         let limit = Limit::new(per_sec, (per_sec / 100).max(1));
         segment.set_limit(MAX_RULES + slot as usize, limit);
-        self.pool_rates.insert(pool.to_owned(), rate);
+        true
+    }
+
+    /// The job's gate for `pool` now: calls arrived, and calls not yet returned; `None`
+    /// without that bucket.
+    pub(super) fn pool_activity(&self, pool: &str) -> Option<Activity> {
+        let (JobSegment::Controlled(segment), Some(&slot)) =
+            (&self.segment, self.record.pool_slots.get(pool))
+        else {
+            return None;
+        };
+        let channel = MAX_RULES + slot as usize;
+        let mut total = ChannelTotal::default();
+        for shard in segment.segment().shards_in_use() {
+            total.add(&ChannelTotal::of(&shard.channels[channel]));
+        }
+        Some(Activity {
+            arrivals: total.arrivals,
+            outstanding: total.arrivals.saturating_sub(total.admitted) + total.waiting.min(1),
+        })
     }
 
     /// What the job did since the last call, per pool and per rule, per second, and the

@@ -14,6 +14,7 @@ mod job;
 pub mod membership;
 mod node;
 mod places;
+pub mod relay;
 mod state_dir;
 pub mod unstaged;
 mod uplink;
@@ -78,6 +79,8 @@ pub struct Local {
     stopping: bool,
     /// Places jobs named that this node does not have, for `sluice status`.
     pub places: PlaceWarnings,
+    /// The hand-overs in force until the next interval begins.
+    relays: Vec<relay::Active>,
 }
 
 /// A handle on the local controller's state.
@@ -126,6 +129,7 @@ impl Local {
             sent: Deltas::default(),
             stopping: false,
             places: PlaceWarnings::default(),
+            relays: Vec::new(),
         };
         state_dir::check_writable(&local.state_dir)?;
         // The policy is in force before the first job is adopted: the coordinator's, or
@@ -449,6 +453,30 @@ impl Local {
                     job.set_pool_rate(pool, *rate);
                 }
             }
+        }
+    }
+
+    /// Puts the hand-overs pushed for this interval in force, in place of any before.
+    pub fn set_relays(&mut self, chains: Vec<relay::Chain>) {
+        self.end_relays();
+        for chain in chains {
+            let active = relay::Active::new(chain, &self.jobs);
+            self.relays.push(active);
+        }
+    }
+
+    /// Ends the hand-overs in force: each job they changed is back at its pushed rate.
+    /// Called as an interval ends, before the next round decides.
+    pub fn end_relays(&mut self) {
+        for active in std::mem::take(&mut self.relays) {
+            active.end(&mut self.jobs);
+        }
+    }
+
+    /// One look at the jobs of the hand-overs in force (see [`relay`]).
+    pub fn relay_step(&mut self) {
+        for active in &mut self.relays {
+            active.step(&mut self.jobs);
         }
     }
 

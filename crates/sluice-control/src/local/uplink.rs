@@ -120,6 +120,12 @@ fn apply(local: &Shared, message: GlobalMessage) -> Result<(), LocalError> {
         Some(global_message::Body::Rates(r)) => {
             let rates: Vec<_> = r.jobs.into_iter().map(|j| (j.job, j.pools)).collect();
             l.apply_rates(rates.iter().map(|(j, p)| (j, p)));
+            l.set_relays(
+                r.relays
+                    .into_iter()
+                    .map(super::relay::Chain::from)
+                    .collect(),
+            );
             l.last_rates_cycle = r.cycle;
         }
         None => return Err(LocalError::EmptyMessage),

@@ -43,4 +43,15 @@ pub trait Allocator<A: Amount = f64>: Send {
     /// `job` has ended: whatever the algorithm remembers of it is dropped, so that a
     /// job id reused later starts afresh. Algorithms without memory have nothing to do.
     fn forget(&mut self, _job: &str) {}
+
+    /// The groups of the last [`Allocator::allocate`] whose members take the pool one
+    /// after another (SET-10's sets), each in the order of service and as indices into
+    /// that round's jobs; a group of one is left out. What the control plane lends
+    /// within an interval from a member that stopped asking to the next one that asks
+    /// (docs/algorithms.md "Hand-over"): the algorithm decides who holds the pool, the
+    /// enforcement follows that order between two of its decisions. Empty for every
+    /// algorithm without exclusive groups.
+    fn succession(&self) -> &[Vec<usize>] {
+        &[]
+    }
 }

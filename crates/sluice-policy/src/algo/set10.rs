@@ -41,6 +41,8 @@ pub struct Set10 {
     /// Whether a job not yet detected is placed by the bound its silences set on its
     /// period (`set10-silence`).
     silence_bound: bool,
+    /// The last round's sets of two or more jobs, each in its order of service.
+    succession: Vec<Vec<usize>>,
 }
 
 /// What SET-10 remembers of one job.
@@ -195,6 +197,8 @@ fn decade(period_s: f64) -> i32 {
 impl Allocator for Set10 {
     fn forget(&mut self, job: &str) {
         self.jobs.remove(job);
+        // Indices of a round the job was in: stale once it is gone.
+        self.succession.clear();
     }
 
     fn allocate(&mut self, round: &Round<'_>) -> Vec<f64> {
@@ -219,7 +223,9 @@ impl Allocator for Set10 {
         let shares = water_fill(round.capacity(), &demand, &priority);
 
         let mut rates = vec![0.0; jobs.len()];
-        for (members, share) in sets.values_mut().zip(shares) {
+        self.succession.clear();
+        for (members, share) in sets.into_values().zip(shares) {
+            let mut members = members;
             members.sort_unstable_by(|&a, &b| {
                 (phase_start[a].cmp(&phase_start[b])).then_with(|| round.cmp_ids(a, b))
             });
@@ -228,8 +234,17 @@ impl Allocator for Set10 {
                 rates[i] = jobs[i].arrivals.min(left);
                 left -= rates[i];
             }
+            // Only sets of more than one job hand the pool over: a set of one (a job of
+            // unknown period) has no one to hand it to.
+            if members.len() > 1 {
+                self.succession.push(members);
+            }
         }
         rates
+    }
+
+    fn succession(&self) -> &[Vec<usize>] {
+        &self.succession
     }
 }
 
@@ -266,6 +281,26 @@ mod tests {
         let rates = set10.allocate(&Round::new(100.0, 1.0, &both).expect("valid round"));
         // b's phase started first: it is served in full, a gets the rest.
         assert_eq!(rates, vec![20.0, 80.0]);
+    }
+
+    #[test]
+    fn the_succession_is_each_set_of_two_or_more_in_its_order_of_service() {
+        let mut set10 = Set10::new();
+        let first = [job("c", 80.0, Some(60.0)), job("k", 10.0, Some(1.0))];
+        set10.allocate(&Round::new(100.0, 1.0, &first).expect("valid round"));
+        // a and b (all three in set 2) start their phases later than c; a set of one
+        // (k) hands nothing over, and an idle job (d) is in no set.
+        let all = [
+            job("a", 80.0, Some(40.0)),
+            job("b", 80.0, Some(80.0)),
+            job("c", 80.0, Some(60.0)),
+            job("d", 0.0, Some(70.0)),
+            job("k", 10.0, Some(1.0)),
+        ];
+        set10.allocate(&Round::new(100.0, 1.0, &all).expect("valid round"));
+        assert_eq!(set10.succession(), &[vec![2, 0, 1]]);
+        set10.forget("a");
+        assert!(set10.succession().is_empty());
     }
 
     #[test]
