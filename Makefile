@@ -10,8 +10,9 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## The main job: four jobs share one pool under the control plane (embedded local
-## controller, PSFA), live, beside the same jobs without control; nothing to start by hand.
+## The main job: four jobs share one pool under the control plane (a local controller,
+## PSFA), live, beside the same jobs without control; nothing to start by hand. A scenario
+## bundled into the binary (crates/sluice-workload/src/demo.toml); results in experiments/demo.
 demo: build
 	$(BIN) demo
 

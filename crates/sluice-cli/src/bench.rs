@@ -85,7 +85,7 @@ impl BenchCmd {
     pub fn run(&self) -> Result<i32> {
         match self {
             BenchCmd::Stage(a) => a.run(),
-            BenchCmd::Alloc(a) => a.run().map(|()| 0),
+            BenchCmd::Alloc(a) => Ok(a.run().map(|()| 0)?),
             BenchCmd::Control(a) => a.run(),
             BenchCmd::Cycle(a) => a.run(),
         }

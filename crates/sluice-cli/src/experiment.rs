@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use sluice_workload::experiment::{self, CommandOptions, DataOptions};
+use sluice_workload::experiment::{self, CommandOptions, DataOptions, RunOptions};
 
 /// Run scenarios and compare their set-ups.
 #[derive(clap::Subcommand, Debug)]
@@ -15,7 +15,10 @@ pub enum ExperimentCmd {
     /// OUT/SETUP.csv (each job's calls and allocation per second), OUT/SETUP.png (the
     /// timeline against the pool's capacity), OUT/summary.json and OUT/summary.md
     /// (completion time per job, makespan, seconds over capacity, Jain's index, total;
-    /// each job's slowdown when every job's work is a fixed amount).
+    /// each job's slowdown when every job's work is a fixed amount), and OUT/timelines.png
+    /// (every set-up's timeline, one under another). With --live, shows each second every
+    /// job's rate and allocation as it runs, and serves the dashboard (`sluice demo` is a
+    /// scenario run so).
     Run(RunArgs),
     /// Put the summaries of several runs side by side (markdown on stdout); for several
     /// runs of one scenario with IO-SETS' measures or the jobs' slowdowns, also each
@@ -25,11 +28,11 @@ pub enum ExperimentCmd {
     /// One process of a data job (started by `run`, under the stage): writes or reads
     /// as its workload says, each second's bytes and each stretch of I/O to CSV.
     #[command(hide = true)]
-    Data(DataArgs),
+    Data(DataOptions),
     /// A command job's program (started by `run`, under the stage): runs it, and writes
     /// the calls the stage admitted for the job each second and the program's run.
     #[command(hide = true)]
-    Command(CommandArgs),
+    Command(CommandOptions),
 }
 
 /// `sluice experiment run`.
@@ -43,6 +46,15 @@ pub struct RunArgs {
     /// Run only these set-ups (repeatable; default: all).
     #[arg(long = "setup", value_name = "NAME")]
     setups: Vec<String>,
+    /// Show the run as it goes: the scenario, then each second every job's rate (and
+    /// allocation, under control) against the pool's capacity, the dashboard's URL, and
+    /// at the end each job's mean rate with all jobs running, set-ups side by side.
+    #[arg(long)]
+    live: bool,
+    /// Serve the controllers' dashboard here during the controlled set-ups (with --live,
+    /// default: a free port on 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
 /// `sluice experiment compare`.
@@ -53,77 +65,22 @@ pub struct CompareArgs {
     dirs: Vec<PathBuf>,
 }
 
-/// `sluice experiment data`: the runner's arguments, as [`DataOptions`] documents them.
-#[derive(clap::Args, Debug)]
-pub struct DataArgs {
-    /// The part of the workload (JSON).
-    #[arg(long)]
-    spec: String,
-    /// Its files' directory.
-    #[arg(long)]
-    dir: PathBuf,
-    /// Its per-second CSV.
-    #[arg(long)]
-    csv: PathBuf,
-    /// Its phases' CSV.
-    #[arg(long)]
-    phases: PathBuf,
-    /// O_DIRECT.
-    #[arg(long)]
-    direct: bool,
-    /// Where offsets wrap, bytes.
-    #[arg(long, default_value_t = 256 << 20)]
-    file_size: u64,
-    /// When to stop, s.
-    #[arg(long, value_name = "SECONDS")]
-    until: Option<f64>,
-}
-
-/// `sluice experiment command`: the runner's arguments, as [`CommandOptions`] documents
-/// them.
-#[derive(clap::Args, Debug)]
-pub struct CommandArgs {
-    /// Its per-second CSV.
-    #[arg(long)]
-    csv: PathBuf,
-    /// Its run's CSV.
-    #[arg(long)]
-    times: PathBuf,
-    /// Its working directory.
-    #[arg(long)]
-    dir: PathBuf,
-    /// The set-up's start (seconds since the epoch).
-    #[arg(long, value_name = "UNIX_S")]
-    clock: Option<f64>,
-    /// The program and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    argv: Vec<String>,
-}
-
 impl ExperimentCmd {
     /// Runs the subcommand.
     pub fn run(self) -> Result<i32> {
         match self {
-            ExperimentCmd::Run(a) => Ok(experiment::run(&a.scenario, a.out.as_deref(), &a.setups)?),
-            ExperimentCmd::Compare(a) => experiment::compare(&a.dirs),
-            ExperimentCmd::Data(a) => DataOptions {
-                spec: a.spec,
-                dir: a.dir,
-                csv: a.csv,
-                phases: a.phases,
-                direct: a.direct,
-                file_size: a.file_size,
-                until: a.until,
+            ExperimentCmd::Run(a) => {
+                let options = RunOptions {
+                    out: a.out.as_deref(),
+                    only: &a.setups,
+                    live: a.live,
+                    http: a.http,
+                };
+                Ok(experiment::run(&a.scenario, &options)?)
             }
-            .run(),
-            ExperimentCmd::Command(a) => CommandOptions {
-                csv: a.csv,
-                times: a.times,
-                dir: a.dir,
-                clock: a.clock,
-                argv: a.argv,
-            }
-            .run(),
+            ExperimentCmd::Compare(a) => Ok(experiment::compare(&a.dirs)?),
+            ExperimentCmd::Data(a) => Ok(a.run()?),
+            ExperimentCmd::Command(a) => Ok(a.run()?),
         }
     }
 }

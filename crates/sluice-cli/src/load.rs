@@ -46,7 +46,7 @@ pub struct LoadArgs {
     /// Bytes per read or write.
     #[arg(long, default_value_t = 4096)]
     block: usize,
-    /// Print `second,operations` lines only (for scripts and `sluice demo`).
+    /// Print `second,operations` lines only (for scripts).
     #[arg(long)]
     csv: bool,
 }

@@ -109,7 +109,7 @@ fn main() {
         Command::Share(c) => c.run(),
         Command::Rule(c) => c.run(),
         Command::Config(c) => c.run(),
-        Command::Alloc(a) => a.run(),
+        Command::Alloc(a) => a.run().map_err(Into::into),
         Command::Load(a) => a.run(),
         Command::Replay(a) => a.run(),
         Command::Trace(c) => c.run(),

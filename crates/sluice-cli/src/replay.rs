@@ -63,17 +63,31 @@ impl ReplayArgs {
             speedup: self.speedup,
         };
         let ops = trace.ops.clone();
-        let mut csv = String::from(CSV_HEADER);
+        let writing = |path: &std::path::Path| format!("cannot write {}", path.display());
+        let mut csv = match &self.csv {
+            Some(path) => {
+                let mut f = std::fs::File::create(path).with_context(|| writing(path))?;
+                f.write_all(CSV_HEADER.as_bytes())
+                    .with_context(|| writing(path))?;
+                Some((path, f))
+            }
+            None => None,
+        };
+        let mut failed = None;
         let report = replay(&trace, &spec, |s| {
             println!("{}", s.line(&ops));
-            // A line at a time, so that a pipe sees each second as it ends.
+            // A line at a time, so that a pipe sees each second as it ends, and each
+            // second's rows in one write, so that a runner watching the file live does.
             let _ = std::io::stdout().flush();
-            csv += &s.csv_rows(&ops);
+            if let Some((_, f)) = &mut csv
+                && failed.is_none()
+            {
+                failed = f.write_all(s.csv_rows(&ops).as_bytes()).err();
+            }
         })?;
         println!("{report}");
-        if let Some(path) = &self.csv {
-            std::fs::write(path, csv)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+        if let (Some((path, _)), Some(e)) = (csv, failed) {
+            return Err(e).with_context(|| writing(path));
         }
         Ok(0)
     }

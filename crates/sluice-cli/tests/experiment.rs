@@ -321,6 +321,16 @@ fn refused(scenario: &std::path::Path, text: &str) -> String {
 
 /// Runs `text` as scenario `name` in `dir`; returns its output directory.
 fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    run_scenario_with(dir, name, text, &[]).0
+}
+
+/// [`run_scenario`] with `extra` arguments; also returns its standard output.
+fn run_scenario_with(
+    dir: &tempfile::TempDir,
+    name: &str,
+    text: &str,
+    extra: &[&str],
+) -> (std::path::PathBuf, String) {
     let scenario = dir.path().join(name);
     std::fs::write(&scenario, text).unwrap();
     let out = dir.path().join("out");
@@ -330,14 +340,16 @@ fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::P
         .arg(&scenario)
         .arg("--out")
         .arg(&out)
+        .args(extra)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out
+    (out, String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// Real programs as jobs: a shell loop creating and deleting files (its directory made
-/// by its `setup`), and `sluice load` itself through `{sluice}`, under a 400-calls/s pool.
+/// by its `setup`), and `sluice load` itself through `{sluice}` at a pace of its own
+/// (a rule of the job's), under a 400-calls/s pool.
 const COMMANDS: &str = r#"
 name = "commands"
 interval = "200ms"
@@ -360,6 +372,7 @@ argv = ["sh", "-c", "for i in $(seq 300); do : > t/f$i; done; rm -f {dir}/t/f*"]
 name = "stat"
 start = 0.5
 limit = "200/s"
+rules = ["stat-pace: op=getattr rate=300/s"]
 [job.workload]
 kind = "command"
 argv = ["{sluice}", "load", "--dir", "{dir}", "--ops", "getattr", "--count", "400"]
@@ -376,7 +389,8 @@ algorithm = "psfa"
 #[test]
 fn command_jobs_are_timed_counted_and_held_to_the_pool() {
     let dir = tmp_dir();
-    let out = run_scenario(&dir, "commands.toml", COMMANDS);
+    let (out, live) = run_scenario_with(&dir, "commands.toml", COMMANDS, &["--live"]);
+    eprintln!("{live}");
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     eprintln!("{summary:#}");
@@ -401,6 +415,35 @@ fn command_jobs_are_timed_counted_and_held_to_the_pool() {
     assert_eq!(psfa["seconds_over_capacity"], 0, "{psfa}");
     let csv = std::fs::read_to_string(out.join("PSFA.csv")).unwrap();
     assert!(csv.lines().any(|l| l.starts_with("2,touch,")), "{csv}");
+    // The job's own rule holds it uncontrolled too (300/s and its burst), and its calls
+    // are counted once, by the first rule that holds them (the totals above match).
+    let base_csv = std::fs::read_to_string(out.join("Baseline.csv")).unwrap();
+    let stat: Vec<f64> = base_csv
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f.get(1) == Some(&"stat"))
+        .filter_map(|f| f.get(2)?.parse().ok())
+        .collect();
+    assert!(
+        !stat.is_empty() && stat.iter().all(|&c| c <= 320.0),
+        "{base_csv}"
+    );
+    // Watched live: the jobs and their rules, a line a second, the dashboard's address
+    // under control, the means at the end.
+    assert!(
+        live.contains("its own rules: stat-pace: op=getattr rate=300/s"),
+        "{live}"
+    );
+    assert!(
+        live.contains("live dashboard while it runs: http://127.0.0.1:"),
+        "{live}"
+    );
+    assert!(
+        live.contains("all / capacity") && live.contains("/ 0.4k"),
+        "{live}"
+    );
+    assert!(live.contains("With all jobs running"), "{live}");
+    assert!(out.join("timelines.png").is_file());
 
     // A program that fails fails its set-up, with its standard error's tail.
     for (what, job) in [

@@ -10,7 +10,6 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use serde_json::{Map, Value};
 use sluice_control::config::{PoolSpec, parse_share_node};
 use sluice_policy::registry::{self, ALGORITHMS, INTERVAL_S, ParamValue, Params, Spec};
@@ -18,6 +17,8 @@ use sluice_policy::tree::{Attr, JobAttrs, Shares, TreeError, TreeShape};
 use sluice_policy::{Amount, Estimator, JobField, Observation, PolicyError, Problem, Round};
 
 use crate::bench_alloc as bench;
+use crate::error::{Doing as _, IoFailure};
+use sluice_core::error::{Blame, Fault};
 
 /// Evaluate a control algorithm offline: give it a sequence of control intervals and
 /// see the rate it would set for every job, before deploying it as a policy.
@@ -40,18 +41,39 @@ pub struct BenchAllocArgs {
     json: bool,
 }
 
+/// Why `sluice alloc` or `sluice bench alloc` did not print its figures.
+#[derive(Debug, thiserror::Error)]
+pub enum AllocError {
+    /// The input named (a file, or standard input) cannot be read.
+    #[error(transparent)]
+    Read(#[from] IoFailure),
+    /// The figures cannot be written as JSON.
+    #[error("cannot write the figures as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Blame for AllocError {
+    fn fault(&self) -> Fault {
+        match self {
+            AllocError::Read(_) => Fault::Input,
+            AllocError::Json(_) => Fault::System,
+        }
+    }
+}
+
 impl AllocArgs {
     /// Evaluates the input and prints the rates as JSON on stdout; returns the exit
     /// code: 0, or 2 for bad input after one line on stderr that names the field.
-    pub fn run(&self) -> anyhow::Result<i32> {
+    pub fn run(&self) -> Result<i32, AllocError> {
         let text = match &self.input {
-            Some(path) => std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?,
+            Some(path) => {
+                std::fs::read_to_string(path).doing(|| format!("read {}", path.display()))?
+            }
             None => {
                 let mut text = String::new();
                 std::io::stdin()
                     .read_to_string(&mut text)
-                    .context("reading standard input")?;
+                    .doing(|| "read standard input".into())?;
                 text
             }
         };
@@ -70,7 +92,7 @@ impl AllocArgs {
 
 impl BenchAllocArgs {
     /// Runs the timing and prints a table, or JSON with `--json`.
-    pub fn run(&self) -> anyhow::Result<()> {
+    pub fn run(&self) -> Result<(), AllocError> {
         let rows = bench::run(&bench::SIZES, Duration::from_millis(200));
         if self.json {
             println!("{}", serde_json::to_string(&rows)?);

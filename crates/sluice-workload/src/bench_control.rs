@@ -34,8 +34,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::harness::{Process, free_port, temp_dir};
-use anyhow::{Context, Result, bail};
+use crate::error::{Doing as _, IoFailure};
+use crate::harness::{HarnessError, Process, free_port, temp_dir};
 use sluice_control::cluster::{ChannelObs, NodeJob};
 use sluice_control::config::format_duration;
 use sluice_control::global::cycle_at;
@@ -102,13 +102,58 @@ pub struct ControlBench {
     pub min_reached: usize,
 }
 
+/// Why a benchmark of the control plane did not give its figures.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A file or a process of the bench could not be made, read or written.
+    #[error(transparent)]
+    Io(#[from] IoFailure),
+    /// Its temporary directory could not be made.
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// The control plane refused the bench's own set-up, or a call of a simulated local
+    /// failed.
+    #[error("{what}: {source}")]
+    Control {
+        /// What was being done.
+        what: String,
+        /// The control plane's reason.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A child of the bench failed or said what it should not.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl BenchError {
+    /// `source` as the reason `what` failed.
+    pub(crate) fn control(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        BenchError::Control {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+}
+
+type Result<T, E = BenchError> = std::result::Result<T, E>;
+
+/// Fails with a message of the bench's own.
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        return Err(BenchError::Failed(format!($($arg)*)))
+    };
+}
+
 // ---------------------------------------------------------------- the driver
 
 /// Runs the benchmark: starts the global and the simulator as children of the current
 /// executable, samples the global's CPU time around the measured cycles, and stops both.
 pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
     raise_open_files()?;
-    let exe = std::env::current_exe().context("cannot find the sluice executable")?;
+    let exe = std::env::current_exe().doing(|| "find the sluice executable".into())?;
     let dir = temp_dir(None, "sluice-bench-control.")?;
     let log = dir.path().join("global.log");
     let (mut global, addr) = start_global(&exe, dir.path(), &log, o)?;
@@ -120,12 +165,10 @@ pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
             .args(["--interval", &format_duration(o.interval)])
             .stdout(Stdio::piped()),
     )
-    .context("cannot start the simulator")?;
-    let stdout = simulator
-        .child
-        .stdout
-        .take()
-        .context("the simulator's stdout")?;
+    .doing(|| "start the simulator".into())?;
+    let Some(stdout) = simulator.child.stdout.take() else {
+        fail!("the simulator has no standard output");
+    };
     let pids = [global.child.id(), simulator.child.id()];
     eprintln!(
         "workload: {} locals × {JOBS} jobs; each cycle the demands of a rotating tenth of \
@@ -138,12 +181,16 @@ pub fn run(o: &ControlBenchOptions) -> Result<ControlBench> {
     let status = simulator
         .child
         .wait()
-        .context("waiting for the simulator")?;
+        .doing(|| "wait for the simulator".into())?;
     if !status.success() {
-        bail!("the simulator failed ({status})");
+        fail!("the simulator failed ({status})");
     }
-    if let Some(status) = global.child.try_wait()? {
-        bail!(
+    if let Some(status) = global
+        .child
+        .try_wait()
+        .doing(|| "wait for the global".into())?
+    {
+        fail!(
             "the global exited during the run ({status}): {}",
             tail(&log)
         );
@@ -161,10 +208,10 @@ fn start_global(
 ) -> Result<(Process, SocketAddr)> {
     let config = dir.join("global.toml");
     std::fs::write(&config, config_text(o.locals))
-        .context("cannot write the global's configuration")?;
+        .doing(|| "write the global's configuration".into())?;
     let addr = SocketAddr::from((
         [127, 0, 0, 1],
-        free_port().context("cannot find a free port")?,
+        free_port().doing(|| "find a free port".into())?,
     ));
     let mut global = Process::logged(
         Command::new(exe)
@@ -177,7 +224,7 @@ fn start_global(
             .env("SLUICE_LOG_LEVEL", "warn"),
         log,
     )
-    .context("cannot start the global")?;
+    .doing(|| "start the global".into())?;
     wait_listening(&mut global, addr, log)?;
     Ok((global, addr))
 }
@@ -204,12 +251,14 @@ impl Reading {
             ..Reading::default()
         };
         for line in lines.lines() {
-            let line = line.context("reading the simulator")?;
+            let line = line.doing(|| "read the simulator's output".into())?;
             let words: Vec<&str> = line.split_whitespace().collect();
             match words[..] {
                 ["cpu"] => r.cpu.push([cpu_ticks(pids[0])?, cpu_ticks(pids[1])?]),
                 ["cycle", _, s, f, l, reached] => {
-                    let reached = reached.parse().context("simulator: reached")?;
+                    let Ok(reached) = reached.parse() else {
+                        fail!("the simulator said '{line}': not a count of locals");
+                    };
                     r.min_reached = r.min_reached.min(reached);
                     match (micros(s)?, micros(f)?, micros(l)?) {
                         (Some(s), Some(f), Some(l)) => {
@@ -220,7 +269,7 @@ impl Reading {
                         _ => r.timeouts += 1,
                     }
                 }
-                _ => bail!("the simulator said '{line}'"),
+                _ => fail!("the simulator said '{line}'"),
             }
         }
         Ok(r)
@@ -229,7 +278,7 @@ impl Reading {
     /// The figures of a run of `o`.
     fn figures(mut self, o: &ControlBenchOptions) -> Result<ControlBench> {
         let [before, after] = self.cpu[..] else {
-            bail!(
+            fail!(
                 "the simulator gave {} CPU marks instead of 2",
                 self.cpu.len()
             );
@@ -278,10 +327,10 @@ pub(crate) fn capacity(locals: usize) -> f64 {
 fn micros(word: &str) -> Result<Option<f64>> {
     match word {
         "-" => Ok(None),
-        us => us
-            .parse()
-            .map(Some)
-            .with_context(|| format!("simulator: bad time '{us}'")),
+        us => match us.parse() {
+            Ok(t) => Ok(Some(t)),
+            Err(_) => fail!("the simulator gave a bad time '{us}'"),
+        },
     }
 }
 
@@ -295,11 +344,15 @@ pub(crate) fn rank(sorted: &[f64], p: f64) -> Option<f64> {
 fn wait_listening(global: &mut Process, addr: SocketAddr, log: &Path) -> Result<()> {
     let start = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
-        if let Some(status) = global.child.try_wait()? {
-            bail!("the global exited ({status}): {}", tail(log));
+        if let Some(status) = global
+            .child
+            .try_wait()
+            .doing(|| "wait for the global".into())?
+        {
+            fail!("the global exited ({status}): {}", tail(log));
         }
         if start.elapsed() > START_DEADLINE {
-            bail!("the global does not listen on {addr}: {}", tail(log));
+            fail!("the global does not listen on {addr}: {}", tail(log));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -317,7 +370,7 @@ fn clock_tick_us() -> Result<f64> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz <= 0 {
-        bail!("sysconf(_SC_CLK_TCK) failed");
+        fail!("sysconf(_SC_CLK_TCK) failed");
     }
     Ok(1e6 / hz as f64)
 }
@@ -325,7 +378,7 @@ fn clock_tick_us() -> Result<f64> {
 /// User and system CPU time of process `pid` and all its threads, in clock ticks.
 fn cpu_ticks(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let stat = std::fs::read_to_string(&path).doing(|| format!("read {path}"))?;
     // The command name, field 2, may hold spaces: count the fields after its ')'.
     let fields: Vec<&str> = stat
         .rsplit_once(')')
@@ -333,12 +386,21 @@ fn cpu_ticks(pid: u32) -> Result<u64> {
         .unwrap_or_default();
     // utime and stime are fields 14 and 15; the list starts at field 3.
     let field = |i: usize| -> Result<u64> {
-        fields
-            .get(i - 3)
-            .and_then(|f| f.parse().ok())
-            .with_context(|| format!("{path}: no field {i}"))
+        match fields.get(i - 3).and_then(|f| f.parse().ok()) {
+            Some(v) => Ok(v),
+            None => fail!("{path}: no field {i}"),
+        }
     };
     Ok(field(14)? + field(15)?)
+}
+
+/// The last system call's error, as the reason `what` failed.
+fn last_os_error(what: &str) -> BenchError {
+    IoFailure {
+        what: what.into(),
+        source: std::io::Error::last_os_error(),
+    }
+    .into()
 }
 
 /// Raises this process's limit of open files to its hard limit: every local is one
@@ -351,11 +413,11 @@ fn raise_open_files() -> Result<()> {
     // SAFETY: a valid rlimit to fill, then to set.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            bail!("getrlimit: {}", std::io::Error::last_os_error());
+            return Err(last_os_error("read the limit of open files"));
         }
         limit.rlim_cur = limit.rlim_max;
         if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-            bail!("setrlimit: {}", std::io::Error::last_os_error());
+            return Err(last_os_error("raise the limit of open files"));
         }
     }
     Ok(())
@@ -373,7 +435,7 @@ pub fn simulate(global: SocketAddr, o: &ControlBenchOptions) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?
+        .doing(|| "start the async runtime".into())?
         .block_on(simulate_async(global, o))
 }
 
@@ -421,18 +483,20 @@ async fn simulate_async(global: SocketAddr, o: &ControlBenchOptions) -> Result<(
     drop(tick);
     let all_ready = async {
         for _ in 0..o.locals {
-            ready.recv().await.context("a local vanished")??;
+            match ready.recv().await {
+                Some(r) => r?,
+                None => fail!("a simulated local vanished"),
+            }
         }
-        anyhow::Ok(())
+        Ok(())
     };
-    tokio::time::timeout(CONNECT_DEADLINE, all_ready)
-        .await
-        .with_context(|| {
-            format!(
-                "{} locals not connected within {CONNECT_DEADLINE:?}",
-                o.locals
-            )
-        })??;
+    let Ok(ready) = tokio::time::timeout(CONNECT_DEADLINE, all_ready).await else {
+        fail!(
+            "{} locals not connected within {CONNECT_DEADLINE:?}",
+            o.locals
+        );
+    };
+    ready?;
 
     let (now, _) = cycle_at(o.interval);
     let first = now + 1 + WARMUP;
@@ -473,9 +537,9 @@ async fn simulate_async(global: SocketAddr, o: &ControlBenchOptions) -> Result<(
 /// One line to the driver, at once.
 fn say(line: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")
+    Ok(writeln!(out, "{line}")
         .and_then(|()| out.flush())
-        .context("writing to the driver")
+        .doing(|| "write to the driver".into())?)
 }
 
 fn now_ns() -> u64 {
@@ -524,19 +588,27 @@ impl SimLocal {
             node: node.clone(),
             version: 1,
         };
-        up.send(local(local_message::Body::Hello(hello))).await?;
-        let mut down = async {
-            let channel = connect(&endpoint, &ConnectOptions::default()).await?;
-            let mut client = ControlClient::new(channel);
-            anyhow::Ok(client.session(ReceiverStream::new(rx)).await?.into_inner())
+        if up
+            .send(local(local_message::Body::Hello(hello)))
+            .await
+            .is_err()
+        {
+            fail!("{node}: its stream closed before its hello");
         }
-        .await
-        .with_context(|| format!("{node}: session"))?;
+        let channel = connect(&endpoint, &ConnectOptions::default())
+            .await
+            .map_err(|e| BenchError::control(format!("{node}: connect"), e))?;
+        let mut client = ControlClient::new(channel);
+        let mut down = client
+            .session(ReceiverStream::new(rx))
+            .await
+            .map_err(|e| BenchError::control(format!("{node}: session"), e))?
+            .into_inner();
         match down.message().await {
             Ok(Some(GlobalMessage {
                 body: Some(global_message::Body::Policy(_)),
             })) => {}
-            other => bail!("{node}: expected the policy, got {other:?}"),
+            other => fail!("{node}: expected the policy, got {other:?}"),
         }
         Ok(SimLocal {
             node: sim,

@@ -17,12 +17,13 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
 use sluice_control::cluster::{Cluster, NodeJob, PoolPlan, Tuning};
 use sluice_policy::Params;
 use sluice_policy::tree::TreeShape;
 
-use crate::bench_control::{JOBS, POOL, ROTATION, SimNode, WARMUP, capacity, node_job, rank};
+use crate::bench_control::{
+    BenchError, JOBS, POOL, ROTATION, SimNode, WARMUP, capacity, node_job, rank,
+};
 
 /// The control interval the computation is told (it does not sleep).
 const INTERVAL_S: f64 = 1.0;
@@ -70,8 +71,9 @@ pub struct CycleBench {
 }
 
 /// Runs `o.cycles` measured cycles.
-pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
-    let mut cluster = Cluster::new(Tuning::default()).context("the default tuning")?;
+pub fn run(o: &CycleBenchOptions) -> Result<CycleBench, BenchError> {
+    let mut cluster = Cluster::new(Tuning::default())
+        .map_err(|e| BenchError::control("the default tuning", e))?;
     cluster
         .set_pools(vec![PoolPlan {
             name: POOL.to_owned(),
@@ -83,7 +85,7 @@ pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
             auto: None,
             tree: o.tree.clone(),
         }])
-        .context("the bench's pool")?;
+        .map_err(|e| BenchError::control("the bench's pool", e))?;
     let groups = ROTATION.min(o.locals);
     let mut nodes: Vec<SimNode> = (0..o.locals).map(|i| SimNode::new(i, groups)).collect();
     let mut times = Vec::new();
@@ -108,7 +110,7 @@ pub fn run(o: &CycleBenchOptions) -> Result<CycleBench> {
         let start = Instant::now();
         let rates = cluster
             .compute(cycle, INTERVAL_S)
-            .context("the bench's cycle")?;
+            .map_err(|e| BenchError::control("the bench's cycle", e))?;
         let took = start.elapsed();
         std::hint::black_box(rates);
         if cycle > WARMUP {

@@ -27,9 +27,29 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, bail};
-
+use crate::error::{Doing as _, IoFailure};
 pub use crate::ior::Access;
+use crate::load::LoadError;
+
+/// Why a data job (or an IOR-like load, [`crate::ior`]) did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// The job as asked cannot run (a block of zero bytes, no volume and no time):
+    /// nothing was moved.
+    #[error("{0}")]
+    Spec(String),
+    /// The job's directory is unusable.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A file of the job could not be opened, read or written.
+    #[error(transparent)]
+    Io(#[from] IoFailure),
+    /// A call moved nothing, a buffer could not be had, a thread panicked.
+    #[error("{0}")]
+    Failed(String),
+}
+
+type Result<T, E = DataError> = std::result::Result<T, E>;
 
 /// When a job does its I/O.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,12 +144,15 @@ struct Aligned {
 
 impl Aligned {
     fn new(len: usize) -> Result<Aligned> {
-        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)?;
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096)
+            .map_err(|e| DataError::Spec(format!("a buffer of {len} bytes: {e}")))?;
         // SAFETY: the layout has a non-zero size; the memory is freed in Drop with the
         // same layout.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            bail!("cannot allocate a buffer of {len} bytes");
+            return Err(DataError::Failed(format!(
+                "cannot allocate a buffer of {len} bytes"
+            )));
         }
         // SAFETY: `ptr` is valid for `len` bytes, written only through this buffer.
         unsafe { std::ptr::write_bytes(ptr, 0x5a, len) };
@@ -181,7 +204,7 @@ impl DataSpec {
         }
         let file = options
             .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+            .doing(|| format!("open {}", path.display()))?;
         Ok(Cursor {
             file,
             at: 0,
@@ -196,18 +219,20 @@ impl DataSpec {
         let mut block = block?;
         for t in 0..self.threads.max(1) {
             let path = self.path(t);
-            let file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            let mut at = file.metadata()?.len() / self.block as u64 * self.block as u64;
-            while at < self.wrap() {
-                file.write_all_at(block.bytes(), at)?;
-                at += self.block as u64;
-            }
-            file.sync_data()?;
+            let mut fill = || -> std::io::Result<()> {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)?;
+                let mut at = file.metadata()?.len() / self.block as u64 * self.block as u64;
+                while at < self.wrap() {
+                    file.write_all_at(block.bytes(), at)?;
+                    at += self.block as u64;
+                }
+                file.sync_data()
+            };
+            fill().doing(|| format!("fill {} for reading", path.display()))?;
         }
         Ok(())
     }
@@ -220,9 +245,19 @@ impl Cursor {
             Access::Read => self.file.read_at(buf, self.at),
             Access::Write => self.file.write_at(buf, self.at),
         }
-        .with_context(|| format!("{} at byte {}", self.path.display(), self.at))?;
+        .doing(|| {
+            format!(
+                "move a block of {} at byte {}",
+                self.path.display(),
+                self.at
+            )
+        })?;
         if n == 0 {
-            bail!("{}: nothing moved at byte {}", self.path.display(), self.at);
+            return Err(DataError::Failed(format!(
+                "{}: nothing moved at byte {}",
+                self.path.display(),
+                self.at
+            )));
         }
         self.at = (self.at + n as u64) % self.wrap;
         Ok(n as u64)
@@ -253,7 +288,9 @@ impl Shared<'_> {
             self.bytes.fetch_add(n, Ordering::Relaxed);
         }
         if !self.spec.direct && self.spec.access == Access::Write {
-            c.file.sync_data()?;
+            c.file
+                .sync_data()
+                .doing(|| format!("sync {}", c.path.display()))?;
         }
         Ok(moved)
     }
@@ -340,20 +377,26 @@ impl Shared<'_> {
 /// the first).
 pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<DataReport> {
     if !spec.dir.is_dir() {
-        bail!("{}: not a directory", spec.dir.display());
+        return Err(LoadError::Dir {
+            path: spec.dir.clone(),
+            source: std::io::ErrorKind::NotADirectory.into(),
+        }
+        .into());
     }
     if spec.block == 0 || spec.direct && !spec.block.is_multiple_of(4096) {
-        bail!(
+        return Err(DataError::Spec(format!(
             "a block of {} bytes: must be above zero, and a multiple of 4096 with O_DIRECT",
             spec.block
-        );
+        )));
     }
     if let Pattern::Continuous {
         volume: None,
         seconds: None,
     } = spec.pattern
     {
-        bail!("a continuous job needs a volume or a number of seconds");
+        return Err(DataError::Spec(
+            "a continuous job needs a volume or a number of seconds".into(),
+        ));
     }
     if spec.access == Access::Read {
         spec.prepare()?;
@@ -409,7 +452,7 @@ pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<Dat
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread panicked")))
+                    .unwrap_or_else(|_| Err(DataError::Failed("a thread panicked".into())))
             })
             .collect::<Result<Vec<_>>>()
     })?;

@@ -15,9 +15,11 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-
+use crate::data::DataError;
+use crate::error::Doing as _;
 use crate::load::LoadError;
+
+type Result<T, E = DataError> = std::result::Result<T, E>;
 use crate::meter::Seconds;
 
 /// Reading or writing.
@@ -133,7 +135,7 @@ impl IorSpec {
                 .truncate(false)
                 .open(&path),
         }
-        .with_context(|| format!("cannot open {}", path.display()))?;
+        .doing(|| format!("open {}", path.display()))?;
         let mut at = start;
         while at < start + len {
             let want = buf.len().min((start + len - at) as usize);
@@ -141,9 +143,12 @@ impl IorSpec {
                 Access::Read => file.read_at(&mut buf[..want], at),
                 Access::Write => file.write_at(&buf[..want], at),
             }
-            .with_context(|| format!("{} at byte {at}", path.display()))?;
+            .doing(|| format!("move a transfer of {} at byte {at}", path.display()))?;
             if n == 0 {
-                anyhow::bail!("{}: ended at byte {at}", path.display());
+                return Err(DataError::Failed(format!(
+                    "{}: ended at byte {at}",
+                    path.display()
+                )));
             }
             calls.fetch_add(1, Ordering::Relaxed);
             bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -216,7 +221,7 @@ pub fn run(spec: &IorSpec, mut each_second: impl FnMut(u64, u64, u64)) -> Result
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a rank panicked")))
+                    .unwrap_or_else(|_| Err(DataError::Failed("a rank panicked".into())))
             })
             .collect::<Result<Vec<_>>>()
     });

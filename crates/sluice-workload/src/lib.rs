@@ -14,13 +14,13 @@
 //! - [`replay`]: a multi-threaded trace replayer that keeps a backlog when held back.
 //! - [`figures`]: what `sluice load` and `sluice bench` print.
 //! - [`top`]: `sluice top`'s terminal view of a controller's jobs and pools.
-//! - [`demo`]: `sluice demo`, four jobs sharing a pool with and without control, watched
-//!   live.
 //! - [`experiment`]: the scenario runner of `sluice experiment` (controllers, jobs at
-//!   their times, per-second figures, summaries and comparisons).
+//!   their times, per-second figures watched live or not, summaries and comparisons).
+//! - [`demo`]: `sluice demo`, a scenario bundled into the binary and run live: four jobs
+//!   sharing a pool with and without control.
 //! - [`harness`]: the one way controllers and jobs are started, waited for and killed,
 //!   for the runner, the demo, the benchmarks and the integration tests.
-//! - [`plot`]: rates and allocations over time as a PNG chart, for experiments and the demo.
+//! - [`plot`]: rates and allocations over time as a PNG chart, for experiments.
 //! - [`alloc`]: `sluice alloc`, an algorithm evaluated offline on intervals given as JSON.
 //! - [`bench_alloc`]: every control algorithm timed for one interval (`sluice bench
 //!   alloc`); here, not in sluice-policy, whose algorithms read no clock.
@@ -31,6 +31,8 @@
 //!   time per local.
 //! - [`bench_cycle`]: the global's computation of one cycle alone, in process, with or
 //!   without jobs starting and ending.
+//!
+//! Errors are typed, each saying whether it is the administrator's input ([`error`]).
 //!
 //! Loads call libc directly, one call per operation, so that what the stage counts is
 //! exactly what the load did (see [`calls`]).

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
-
 use super::scenario::FsSpec;
+use super::{ExperimentError, Result, fail};
+use crate::error::Doing as _;
 
 /// The root blkio cgroup: a throttle there holds the whole device.
 const BLKIO: &str = "/sys/fs/cgroup/blkio";
@@ -28,11 +28,9 @@ pub struct LoopFs {
 }
 
 fn run(cmd: &mut Command) -> Result<String> {
-    let o = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
+    let o = cmd.output().doing(|| format!("run {cmd:?}"))?;
     if !o.status.success() {
-        bail!(
+        fail!(
             "{cmd:?} failed ({}): {}",
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
@@ -48,7 +46,7 @@ impl LoopFs {
     pub fn make(spec: &FsSpec) -> Result<LoopFs> {
         let base =
             std::env::temp_dir().join(format!("sluice-experiment-fs.{}", std::process::id()));
-        std::fs::create_dir_all(&base)?;
+        std::fs::create_dir_all(&base).doing(|| format!("create {}", base.display()))?;
         let mut fs = LoopFs {
             image: base.join("image"),
             device: None,
@@ -56,23 +54,27 @@ impl LoopFs {
             mounted: false,
             throttled: None,
         };
-        fs.set_up(spec).context(
-            "cannot make the scenario's [filesystem] (needs root, losetup, mkfs.ext4 and \
-             cgroup v1 blkio at /sys/fs/cgroup/blkio)",
-        )?;
+        fs.set_up(spec).map_err(|e| {
+            ExperimentError::Failed(format!(
+                "cannot make the scenario's [filesystem] (needs root, losetup, mkfs.ext4 and \
+                 cgroup v1 blkio at /sys/fs/cgroup/blkio): {e}"
+            ))
+        })?;
         Ok(fs)
     }
 
     fn set_up(&mut self, spec: &FsSpec) -> Result<()> {
-        let image = std::fs::File::create(&self.image)?;
-        image.set_len(spec.size)?;
+        let making = || format!("make the image {}", self.image.display());
+        let image = std::fs::File::create(&self.image).doing(making)?;
+        image.set_len(spec.size).doing(making)?;
         drop(image);
         let device = run(Command::new("losetup")
             .args(["-f", "--show"])
             .arg(&self.image))?;
         self.device = Some(device.clone());
         run(Command::new("mkfs.ext4").args(["-q", "-F", &device]))?;
-        std::fs::create_dir_all(&self.mount)?;
+        std::fs::create_dir_all(&self.mount)
+            .doing(|| format!("create {}", self.mount.display()))?;
         run(Command::new("mount").arg(&device).arg(&self.mount))?;
         self.mounted = true;
         let numbers = run(Command::new("lsblk").args(["-dno", "MAJ:MIN", &device]))?;
@@ -85,7 +87,7 @@ impl LoopFs {
         ] {
             let path = Path::new(BLKIO).join(file);
             std::fs::write(&path, format!("{numbers} {}\n", rate.per_sec))
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .doing(|| format!("write {}", path.display()))?;
         }
         Ok(())
     }
@@ -134,9 +136,11 @@ impl CephFs {
     /// Brings it up with one ceph-fuse mount per name of `clients` (`small_cache`'s
     /// with a cache of 100 inodes), its monitor on a free port of 127.0.0.1.
     pub fn make(clients: &[String], small_cache: &[String]) -> Result<CephFs> {
-        let scripts = std::env::current_dir()?.join("experiments/cephfs");
+        let scripts = std::env::current_dir()
+            .doing(|| "find the working directory".into())?
+            .join("experiments/cephfs");
         if !scripts.join("up.sh").is_file() {
-            bail!(
+            fail!(
                 "[cephfs] needs experiments/cephfs/up.sh: run `sluice experiment run` from the \
                  repository's top directory"
             );
@@ -144,7 +148,7 @@ impl CephFs {
         let base =
             std::env::temp_dir().join(format!("sluice-experiment-ceph.{}", std::process::id()));
         let port =
-            crate::harness::free_port().context("cannot find a free port for the monitor")?;
+            crate::harness::free_port().doing(|| "find a free port for the monitor".into())?;
         let fs = CephFs {
             scripts,
             work: base.join("cluster"),
@@ -162,9 +166,9 @@ impl CephFs {
             .args(["--small-cache", &small_cache.join(" ")])
             .stdin(std::process::Stdio::null())
             .output()
-            .context("cannot run experiments/cephfs/up.sh")?;
+            .doing(|| "run experiments/cephfs/up.sh".into())?;
         if !o.status.success() {
-            bail!(
+            fail!(
                 "experiments/cephfs/up.sh failed ({}): {}",
                 o.status,
                 String::from_utf8_lossy(&o.stderr).trim()

@@ -1,10 +1,12 @@
-//! The scenario runner behind `sluice experiment`: a scenario's set-ups run one after
-//! another with the real control plane and real processes under the stage, then measured
-//! and compared (docs/experiments.md).
+//! The scenario runner behind `sluice experiment` and `sluice demo`: a scenario's set-ups
+//! run one after another with the real control plane and real processes under the stage,
+//! then measured and compared (docs/experiments.md).
 //!
 //! - `scenario`: the TOML file, read and checked.
 //! - `run`: each set-up's controllers and jobs started at their times, sampled each
 //!   second, their figures read back.
+//! - `live`: what an administrator watching sees while it runs (`--live`, the demo):
+//!   each second every job's rate and allocation, the dashboard's address.
 //! - `summary` and `iosets`: per-set-up CSV and PNG, the summary and the comparison of runs.
 //! - `worker` and `command`: the processes a data job and a command job run (`sluice
 //!   experiment data|command`, started by the runner under the stage).
@@ -13,30 +15,76 @@
 mod command;
 mod fs;
 mod iosets;
+mod live;
 mod run;
 mod scenario;
 mod summary;
 mod worker;
 
 pub use command::CommandOptions;
-pub use run::run;
+pub use run::{RunOptions, run, run_text};
 pub use summary::compare;
 pub use worker::DataOptions;
 
-/// Why a scenario did not run.
+use crate::data::DataError;
+use crate::error::IoFailure;
+use crate::harness::HarnessError;
+use crate::plot::PlotError;
+
+/// Why a scenario did not run, or not to its end.
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
     /// The scenario file or the set-ups asked for are wrong: nothing ran.
     #[error("{0}")]
     Scenario(String),
-    /// A failure while running it.
+    /// A file or a process of the run could not be made, read or written.
     #[error(transparent)]
-    Run(#[from] anyhow::Error),
+    Io(#[from] IoFailure),
+    /// A controller of a set-up did not start.
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    /// A chart could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    /// A data process's work failed (`sluice experiment data`).
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A summary could not be written or read as JSON.
+    #[error("{what}: {source}")]
+    Json {
+        /// What was being written or read.
+        what: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A job's process, a set-up's command or the scenario's file system failed.
+    #[error("{0}")]
+    Failed(String),
+    /// Stopped by SIGINT or SIGTERM (the jobs stopped, the temporary files removed).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl ExperimentError {
     /// Whether the administrator's input is at fault (nothing was run).
     pub fn is_input(&self) -> bool {
-        matches!(self, ExperimentError::Scenario(_))
+        match self {
+            ExperimentError::Scenario(_) => true,
+            ExperimentError::Data(e) => {
+                sluice_core::error::Blame::fault(e) == sluice_core::error::Fault::Input
+            }
+            _ => false,
+        }
     }
 }
+
+/// Fails with a message of the runner's own.
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        return Err($crate::experiment::ExperimentError::Failed(format!($($arg)*)))
+    };
+}
+pub(crate) use fail;
+
+/// A result of the runner.
+type Result<T, E = ExperimentError> = std::result::Result<T, E>;

@@ -2,47 +2,105 @@
 //! scenario of several nodes, a global and a local per node on this machine), each job's
 //! processes (trace replayers, data writers and readers, real programs) started at their
 //! times, the allocations sampled every second, and every process's figures read back.
+//! SIGINT and SIGTERM stop a run cleanly: its processes are killed and its temporary
+//! files removed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::error::Doing as _;
 use crate::synth::{SynthSpec, synth};
-use anyhow::{Context, Result, bail};
 use sluice_control::source::{self, Counters, ServerReading};
 use sluice_core::rule::Rate;
 
-use super::ExperimentError;
 use super::fs::{CephFs, LoopFs};
+use super::live::Live;
 use super::scenario::{Job, Scenario, Setup, Workload};
 use super::summary::{Outcome, PhaseRecord, write_outputs};
-use crate::harness::{LocalPlace, Process, Sluice, tail};
+use super::{ExperimentError, Result, fail};
+use crate::harness::{LocalPlace, Process, Sluice, free_port, tail};
 
-/// Runs the scenario at `path`; returns the exit status.
-pub fn run(path: &Path, out: Option<&Path>, only: &[String]) -> Result<i32, ExperimentError> {
+/// How a scenario is run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions<'a> {
+    /// Where the results go (default: experiments/NAME, NAME the scenario's).
+    pub out: Option<&'a Path>,
+    /// The set-ups to run (all when empty).
+    pub only: &'a [String],
+    /// Show the run as it goes ([`super::live`]), and serve the controllers' dashboard.
+    pub live: bool,
+    /// Where the controlled set-ups' dashboard listens (default with `live`: a free port
+    /// of 127.0.0.1; without `live`, none unless given).
+    pub http: Option<SocketAddr>,
+}
+
+/// Runs the scenario at `path`; returns the exit status (130 when interrupted).
+pub fn run(path: &Path, o: &RunOptions<'_>) -> Result<i32> {
     // A scenario that cannot be read is bad input: nothing runs.
-    let sc = Scenario::load(path).map_err(|e| ExperimentError::Scenario(format!("{e:#}")))?;
-    for name in only {
+    let sc = Scenario::load(path)?;
+    run_checked(&sc, &path.display().to_string(), o)
+}
+
+/// Runs the scenario `text` (a scenario bundled into the binary: the demo's), `origin`
+/// naming it in complaints; returns the exit status (130 when interrupted).
+pub fn run_text(text: &str, origin: &str, o: &RunOptions<'_>) -> Result<i32> {
+    let sc = Scenario::parse(text, origin)?;
+    run_checked(&sc, origin, o)
+}
+
+/// Set by SIGINT or SIGTERM: stop, clean up, exit 130.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Fails with [`ExperimentError::Interrupted`] once a signal asked to stop.
+fn check_stop() -> Result<()> {
+    match STOP.load(Ordering::Relaxed) {
+        true => Err(ExperimentError::Interrupted),
+        false => Ok(()),
+    }
+}
+
+fn run_checked(sc: &Scenario, origin: &str, o: &RunOptions<'_>) -> Result<i32> {
+    for name in o.only {
         if !sc.setups.iter().any(|s| &s.name == name) {
             return Err(ExperimentError::Scenario(format!(
-                "--setup {name}: no such set-up in {}",
-                path.display()
+                "--setup {name}: no such set-up in {origin}"
             )));
         }
     }
-    Ok(run_scenario(&sc, out, only)?)
+    // Every process of a run is in a group of its own, out of reach of the terminal's
+    // Ctrl-C: the runner stops them itself, and removes what they left.
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+    match run_scenario(sc, o) {
+        Err(ExperimentError::Interrupted) => {
+            eprintln!("\nsluice: interrupted; jobs stopped, temporary files removed");
+            Ok(130)
+        }
+        r => r,
+    }
 }
 
-/// Runs the set-ups of `sc` named in `only` (all when empty).
-fn run_scenario(sc: &Scenario, out: Option<&Path>, only: &[String]) -> Result<i32> {
-    let out = out.map_or_else(
+/// Runs the set-ups of `sc` named in `o.only` (all when empty).
+fn run_scenario(sc: &Scenario, o: &RunOptions<'_>) -> Result<i32> {
+    let out = o.out.map_or_else(
         || PathBuf::from("experiments").join(&sc.name),
         Path::to_owned,
     );
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(&out).doing(|| format!("create {}", out.display()))?;
     // Absolute: the jobs' --mount must be.
-    let out = out.canonicalize()?;
+    let out = out
+        .canonicalize()
+        .doing(|| format!("find {}", out.display()))?;
     let trace = out.join("trace.csv");
     if let Some(t) = &sc.trace {
         let spec = SynthSpec {
@@ -50,23 +108,28 @@ fn run_scenario(sc: &Scenario, out: Option<&Path>, only: &[String]) -> Result<i3
             seconds: t.seconds,
             seed: t.seed,
         };
-        let mut file = std::fs::File::create(&trace)
-            .with_context(|| format!("cannot write {}", trace.display()))?;
-        synth(&spec).write_csv(&mut file)?;
+        let writing = || format!("write {}", trace.display());
+        let mut file = std::fs::File::create(&trace).doing(writing)?;
+        synth(&spec).write_csv(&mut file).doing(writing)?;
     }
-    let me = std::env::current_exe().context("cannot find the sluice binary")?;
+    let me = std::env::current_exe().doing(|| "find the sluice binary".into())?;
     // The file system lives through every set-up, each in a directory of its own on it.
     let fs = sc.filesystem.as_ref().map(LoopFs::make).transpose()?;
     let ceph = match &sc.cephfs {
         Some(spec) => Some(CephFs::make(&sc.clients(), &spec.small_cache)?),
         None => None,
     };
+    let live = o.live.then(|| Live::new(sc));
+    if let Some(l) = &live {
+        l.scenario();
+    }
     let mut outcomes = Vec::new();
     for setup in sc
         .setups
         .iter()
-        .filter(|s| only.is_empty() || only.contains(&s.name))
+        .filter(|s| o.only.is_empty() || o.only.contains(&s.name))
     {
+        check_stop()?;
         if setup.algorithm != "none" && sluice_policy::registry::find(&setup.algorithm).is_err() {
             println!(
                 "{}: {} skipped: no algorithm {:?} in this build",
@@ -74,16 +137,22 @@ fn run_scenario(sc: &Scenario, out: Option<&Path>, only: &[String]) -> Result<i3
             );
             continue;
         }
-        println!("{}: {} ({})", sc.name, setup.name, setup.algorithm);
+        println!("\n{}: {} ({})", sc.name, setup.name, setup.algorithm);
         let data_root = fs.as_ref().map(|f| f.mount().to_owned());
         let outcome = run_setup(
             sc,
             setup,
-            &me,
-            &trace,
-            &out,
-            data_root.as_deref(),
-            ceph.as_ref(),
+            &Watch {
+                live: live.as_ref(),
+                http: o.http,
+            },
+            &Base {
+                me: &me,
+                trace: &trace,
+                out: &out,
+                data_root: data_root.as_deref(),
+                ceph: ceph.as_ref(),
+            },
         )?;
         println!(
             "  makespan {:.1} s, {} s over capacity",
@@ -94,21 +163,46 @@ fn run_scenario(sc: &Scenario, out: Option<&Path>, only: &[String]) -> Result<i3
     }
     drop(fs);
     drop(ceph);
+    if let Some(l) = &live {
+        l.closing(&outcomes);
+    }
     write_outputs(sc, &outcomes, &out)?;
-    println!("wrote {}/summary.md", out.display());
+    println!(
+        "\nwrote {0}/summary.md, {0}/timelines.png and each set-up's SETUP.csv and SETUP.png",
+        out.display()
+    );
     Ok(0)
 }
 
+/// What every set-up of a run shares: the binary, the trace, the results' directory and
+/// the scenario's file system.
+#[derive(Clone, Copy)]
+struct Base<'a> {
+    me: &'a Path,
+    trace: &'a Path,
+    out: &'a Path,
+    data_root: Option<&'a Path>,
+    ceph: Option<&'a CephFs>,
+}
+
+/// How a set-up is watched while it runs.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    /// The live view, when asked for.
+    live: Option<&'a Live<'a>>,
+    /// The dashboard's address, when given.
+    http: Option<SocketAddr>,
+}
+
 /// One set-up, start to end.
-fn run_setup(
-    sc: &Scenario,
-    setup: &Setup,
-    me: &Path,
-    trace: &Path,
-    out: &Path,
-    data_root: Option<&Path>,
-    ceph: Option<&CephFs>,
-) -> Result<Outcome> {
+fn run_setup(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, b: &Base<'_>) -> Result<Outcome> {
+    let Base {
+        me,
+        trace,
+        out,
+        data_root,
+        ceph,
+    } = *b;
     let work = out.join(format!(".work-{}", std::process::id()));
     // The controller's segments, on tmpfs, in a directory of the set-up's own: the
     // controller is killed at the end, so the segments it held are removed here.
@@ -136,12 +230,13 @@ fn run_setup(
         .collect();
     for dir in &dirs {
         let _ = std::fs::remove_dir_all(dir);
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).doing(|| format!("create {}", dir.display()))?;
     }
     let mds = ceph.map(CephFs::mds_socket);
     let result = run_in(
         sc,
         setup,
+        watch,
         &Paths {
             me,
             trace,
@@ -246,7 +341,7 @@ fn prepare(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<()> {
                 continue;
             };
             let dir = job_dir(p, job);
-            std::fs::create_dir_all(&dir)?;
+            std::fs::create_dir_all(&dir).doing(|| format!("create {}", dir.display()))?;
             if argv.is_empty() {
                 continue;
             }
@@ -256,9 +351,9 @@ fn prepare(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<()> {
                 .current_dir(&dir)
                 .stdin(Stdio::null())
                 .output()
-                .with_context(|| format!("job {}: cannot run its setup {:?}", job.name, argv[0]))?;
+                .doing(|| format!("run the setup {:?} of job {}", argv[0], job.name))?;
             if !o.status.success() {
-                bail!(
+                fail!(
                     "{}: the setup of job {} failed ({}): {}",
                     setup.name,
                     job.name,
@@ -286,7 +381,7 @@ fn command(
     // A process's own directory; a command's is its job's (`job_dir`).
     let dir = p.data_of(job).join(name);
     if !matches!(part, Workload::Command { .. }) {
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir).doing(|| format!("create {}", dir.display()))?;
     }
     let csv = p.work.join(format!("{name}.csv"));
     let mut args: Vec<std::ffi::OsString> = vec![p.me.into()];
@@ -330,7 +425,11 @@ fn command(
                 (f.size / 10 * 7 / u64::from(files.max(1))).clamp(16 << 20, 1 << 30)
             });
             args.extend(["experiment".into(), "data".into(), "--spec".into()]);
-            args.push(serde_json::to_string(part)?.into());
+            let json = serde_json::to_string(part).map_err(|source| ExperimentError::Json {
+                what: format!("job {}'s workload", job.name),
+                source,
+            })?;
+            args.push(json.into());
             args.extend(["--dir".into(), dir.into(), "--csv".into(), csv.into()]);
             args.extend(["--phases".into(), phases.clone().into()]);
             args.extend(["--file-size".into(), file_size.to_string().into()]);
@@ -372,6 +471,9 @@ struct SetupRun<'a> {
     next_mds: Duration,
     /// The nodes the controller saw each job on.
     seen_on: Vec<BTreeSet<String>>,
+    /// The live view, and the seconds it has shown.
+    live: Option<&'a Live<'a>>,
+    shown: u64,
 }
 
 /// Allocations are sampled once a second at most: the timeline is per second.
@@ -379,14 +481,31 @@ fn sample_every(sc: &Scenario) -> Duration {
     sc.interval.max(Duration::from_secs(1))
 }
 
-fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
+/// A second is shown live once its processes have had time to write it.
+const SHOW_AFTER: Duration = Duration::from_millis(300);
+
+fn run_in(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, p: &Paths<'_>) -> Result<Outcome> {
     let controlled = setup.algorithm != "none";
     prepare(sc, setup, p)?;
+    // The controllers' dashboard: where it was asked for, else on a free port when
+    // watched live.
+    let http = match (watch.http, watch.live) {
+        _ if !controlled => None,
+        (Some(a), _) => Some(a),
+        (None, Some(_)) => {
+            let port = free_port().doing(|| "find a free port for the dashboard".into())?;
+            Some(SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+        (None, None) => None,
+    };
     let (controllers, sockets) = if controlled {
-        start_controllers(sc, setup, p)?
+        start_controllers(sc, setup, p, http)?
     } else {
         Default::default()
     };
+    if let Some(l) = watch.live {
+        l.setup(setup, http.map(|a| format!("http://{a}")).as_deref());
+    }
     let mut run = SetupRun {
         sc,
         setup,
@@ -409,13 +528,17 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
         mds_last: None,
         next_mds: Duration::ZERO,
         seen_on: vec![BTreeSet::new(); sc.jobs.len()],
+        live: watch.live,
+        shown: 0,
     };
     let timed_out = loop {
+        check_stop()?;
         let now = run.start.elapsed();
         run.start_due(now)?;
         run.note_ended(now)?;
         run.sample_allocations(now)?;
         run.read_mds(now);
+        run.show(now);
         if run.ended.iter().all(Option::is_some) {
             break false;
         }
@@ -428,10 +551,28 @@ fn run_in(sc: &Scenario, setup: &Setup, p: &Paths<'_>) -> Result<Outcome> {
     run.procs.clear();
     drop(controllers);
     run.report(timed_out);
-    Ok(run.outcome())
+    let (live, shown) = (run.live, run.shown);
+    let outcome = run.outcome();
+    // The last seconds, now that every process has written them.
+    if let Some(l) = live {
+        for s in shown..=outcome.last_second() {
+            l.row(s, &outcome.calls, &outcome.allocation);
+        }
+    }
+    Ok(outcome)
 }
 
 impl SetupRun<'_> {
+    /// Shows each second that ended a moment ago, live.
+    fn show(&mut self, now: Duration) {
+        let Some(l) = self.live else { return };
+        while now >= Duration::from_secs(self.shown + 1) + SHOW_AFTER {
+            let (calls, _) = collect(&self.units, self.start_unix);
+            l.row(self.shown, &calls, &self.allocation);
+            self.shown += 1;
+        }
+    }
+
     /// Starts the processes of every part whose time has come.
     fn start_due(&mut self, now: Duration) -> Result<()> {
         let sc = self.sc;
@@ -484,38 +625,49 @@ impl SetupRun<'_> {
             if let Some(uid) = job.uid {
                 cmd.args(["--uid", &uid.to_string()]);
             }
+            for r in &job.rules {
+                cmd.args(["--rule", r]);
+            }
             cmd.arg("--").args(&args);
             if let Some(nodes) = job.reported_nodes() {
                 // The launcher reports the job's nodes from the resource manager's
                 // environment: AdapTBF's priority.
                 cmd.env("SLURM_JOB_NUM_NODES", nodes.to_string());
             }
-        } else if matches!(part, Workload::Command { .. }) {
-            // Uncontrolled, a program still runs under the stage, standalone, with one
-            // rule of the pool's filter: the set-up's limit for the job, a static rule
-            // as `sluice run --rule` sets one with no controller; without a limit, one
-            // that never holds (1000 times the capacity), so that its calls are counted
-            // as a controlled set-up's pool counts them, at the same cost per call.
-            let rate = match self.setup.limits.get(&job.name) {
-                Some(limit) => limit.clone(),
-                None => Rate {
-                    per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
-                    unit: sc.pool.capacity.unit,
-                }
-                .to_string(),
-            };
+        } else if matches!(part, Workload::Command { .. }) || !job.rules.is_empty() {
+            // Uncontrolled, a job with rules of its own keeps them, and a program still
+            // runs under the stage, standalone, with one rule of the pool's filter after
+            // the job's own (a call is held by the first rule it meets): the set-up's
+            // limit for the job, a static rule as `sluice run --rule` sets one with no
+            // controller; without a limit, one that never holds (1000 times the
+            // capacity), so that its calls are counted as a controlled set-up's pool
+            // counts them, at the same cost per call.
             cmd.args(["run", "--standalone", "--job", &job.name, "--mount"])
-                .arg(p.managed)
-                .arg("--rule")
-                .arg(format!("{} rate={rate}", sc.pool.matches))
-                .arg("--")
-                .args(&args);
+                .arg(p.managed);
+            for r in &job.rules {
+                cmd.args(["--rule", r]);
+            }
+            if matches!(part, Workload::Command { .. }) {
+                let rate = match self.setup.limits.get(&job.name) {
+                    Some(limit) => limit.clone(),
+                    None => Rate {
+                        per_sec: sc.pool.capacity.per_sec.saturating_mul(1000),
+                        unit: sc.pool.capacity.unit,
+                    }
+                    .to_string(),
+                };
+                cmd.arg("--rule")
+                    .arg(format!("{} rate={rate}", sc.pool.matches));
+            }
+            cmd.arg("--").args(&args);
         } else {
             cmd.args(&args[1..]);
         }
         let err = p.work.join(format!("{name}.err"));
-        self.procs
-            .push(Process::logged(&mut cmd, &err).context("cannot start a job's process")?);
+        self.procs.push(
+            Process::logged(&mut cmd, &err)
+                .doing(|| format!("start a process of job {}", job.name))?,
+        );
         self.units.push(Unit {
             job: i,
             csv: p.work.join(format!("{name}.csv")),
@@ -534,10 +686,15 @@ impl SetupRun<'_> {
             }
             let mut all = true;
             for (k, proc) in self.procs.iter_mut().enumerate() {
-                match proc.child.try_wait()? {
+                let name = &self.sc.jobs[i].name;
+                match proc
+                    .child
+                    .try_wait()
+                    .doing(|| format!("wait for a process of job {name}"))?
+                {
                     _ if self.units[k].job != i => {}
                     None => all = false,
-                    Some(status) if !status.success() => bail!(
+                    Some(status) if !status.success() => fail!(
                         "{}: a process of job {} failed ({status}): {}",
                         self.setup.name,
                         self.sc.jobs[i].name,
@@ -729,18 +886,30 @@ fn collect(units: &[Unit], start_unix: f64) -> (BTreeMap<(usize, u64), f64>, Vec
 /// controller's socket. One node: a standalone local with the pool. More: a global with
 /// the pool on a free port of 127.0.0.1 and a local per node joined to it, each with its
 /// socket, state and segments' directory; returns once the global has every local.
+///
+/// `http`: where the dashboard listens (the local's, or the global's), if anywhere.
 fn start_controllers(
     sc: &Scenario,
     setup: &Setup,
     p: &Paths<'_>,
+    http: Option<SocketAddr>,
 ) -> Result<(Vec<Process>, Vec<PathBuf>)> {
     let work = p.work;
     let sluice = Sluice::at(p.me);
     let ready = Duration::from_secs(20);
+    let http = http.map(|a| a.to_string());
+    let dashboard: Vec<&str> = match &http {
+        Some(a) => vec!["--http", a],
+        None => Vec::new(),
+    };
+    let writing = |config: &Path| {
+        std::fs::write(config, sc.local_config(setup, p.mds))
+            .doing(|| format!("write {}", config.display()))
+    };
     if sc.nodes <= 1 {
         let socket = work.join("local.sock");
         let config = work.join("local.toml");
-        std::fs::write(&config, sc.local_config(setup, p.mds))?;
+        writing(&config)?;
         let place = LocalPlace {
             socket: &socket,
             state: &work.join("state"),
@@ -748,24 +917,29 @@ fn start_controllers(
             log: &work.join("local.log"),
         };
         let config = config.to_string_lossy();
-        let mut procs = vec![sluice.start_local(&place, &["--config", &config, "--node", "n1"])?];
+        let args = [&["--config", &config, "--node", "n1"][..], &dashboard].concat();
+        let mut procs = vec![sluice.start_local(&place, &args)?];
         let sockets = vec![socket];
         sluice.wait_ready(&sockets, 1, &mut procs, ready)?;
         return Ok((procs, sockets));
     }
     let interval = format!("{}ms", sc.interval.as_millis());
     let config = work.join("global.toml");
-    std::fs::write(&config, sc.local_config(setup, p.mds))?;
+    writing(&config)?;
     let config = config.to_string_lossy();
-    let (global, url) =
-        sluice.start_global(work, &["--config", &config, "--interval", &interval])?;
+    let args = [
+        &["--config", &config, "--interval", &interval][..],
+        &dashboard,
+    ]
+    .concat();
+    let (global, url) = sluice.start_global(work, &args)?;
     let mut procs = vec![global];
     let mut sockets = Vec::new();
     for k in 0..sc.nodes {
         let node = format!("node{k}");
         let socket = work.join(format!("{node}.sock"));
         let shm = p.shm.join(&node);
-        std::fs::create_dir_all(&shm)?;
+        std::fs::create_dir_all(&shm).doing(|| format!("create {}", shm.display()))?;
         let place = LocalPlace {
             socket: &socket,
             state: &work.join(format!("state-{node}")),
@@ -788,7 +962,7 @@ fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(usize, f6
         .arg(socket)
         .stdin(Stdio::null())
         .output()
-        .context("sluice jobs")?;
+        .doing(|| "run sluice jobs".into())?;
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
     let mut found = Vec::new();
     for j in v["jobs"].as_array().into_iter().flatten() {

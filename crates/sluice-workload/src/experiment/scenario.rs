@@ -6,10 +6,19 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sluice_control::config::parse_duration;
-use sluice_core::rule::{Rate, parse_size};
+use sluice_core::rule::{Rate, parse_rule, parse_size};
+
+use super::ExperimentError;
+use crate::error::Doing as _;
+
+/// What is wrong with a scenario, in the administrator's words.
+macro_rules! bad {
+    ($($arg:tt)*) => {
+        return Err(format!($($arg)*))
+    };
+}
 
 /// A whole scenario.
 #[derive(Debug, Deserialize)]
@@ -17,6 +26,8 @@ use sluice_core::rule::{Rate, parse_size};
 pub struct Scenario {
     /// Its name, in titles and file names.
     pub name: String,
+    /// What it shows, printed before it runs with `--live`.
+    pub description: Option<String>,
     /// The control interval of the controlled set-ups (default 1s).
     #[serde(default = "one_second", deserialize_with = "duration")]
     pub interval: Duration,
@@ -178,6 +189,11 @@ pub struct Job {
     /// The uid it is attached for (`sluice run --uid`, root only): its user in a tree.
     /// Default: whoever runs the scenario.
     pub uid: Option<u32>,
+    /// Rules of its own, besides the pool, in every set-up (`sluice run --rule`): a pace
+    /// it keeps whether controlled or not, so that each set-up asks for the same. The
+    /// time its calls wait on them is not demand for the pool.
+    #[serde(default)]
+    pub rules: Vec<String>,
 }
 
 /// A job's `nodes`: a count reported to the controller, or the nodes it runs on.
@@ -416,42 +432,55 @@ fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durati
 }
 
 impl Scenario {
-    /// Reads and checks a scenario file.
-    pub fn load(path: &Path) -> Result<Scenario> {
+    /// Reads and checks a scenario file; one that cannot be read is the one the
+    /// administrator named, their input.
+    pub fn load(path: &Path) -> Result<Scenario, ExperimentError> {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let s: Scenario = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
-        s.check().with_context(|| format!("{}", path.display()))?;
+            .doing(|| format!("read {}", path.display()))
+            .map_err(|e| ExperimentError::Scenario(e.to_string()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Reads and checks a scenario's text; `origin` names it in complaints.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ExperimentError> {
+        let bad = |why: String| ExperimentError::Scenario(format!("{origin}: {why}"));
+        let s: Scenario = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        s.check().map_err(bad)?;
         Ok(s)
     }
 
-    fn check(&self) -> Result<()> {
+    fn check(&self) -> Result<(), String> {
         if self.jobs.is_empty() || self.setups.is_empty() {
-            bail!("a scenario needs at least one [[job]] and one [[setup]]");
+            bad!("a scenario needs at least one [[job]] and one [[setup]]");
         }
         if self.nodes == 0 {
-            bail!("nodes must be at least 1");
+            bad!("nodes must be at least 1");
         }
         let positive = |x: f64| x.is_finite() && x > 0.0;
         let at_least_zero = |x: f64| x.is_finite() && x >= 0.0;
         for j in &self.jobs {
             if j.processes == 0 || !positive(j.load) || !positive(j.weight) {
-                bail!(
+                bad!(
                     "job {}: processes, load and weight must be above zero",
                     j.name
                 );
             }
             if self.jobs.iter().filter(|o| o.name == j.name).count() > 1 {
-                bail!("job {}: named twice", j.name);
+                bad!("job {}: named twice", j.name);
+            }
+            for r in &j.rules {
+                if let Err(e) = parse_rule(r) {
+                    bad!("job {}: rule {r:?}: {e}", j.name);
+                }
             }
             match &j.nodes {
-                Some(Nodes::Count(0)) => bail!("job {}: nodes must be at least 1", j.name),
+                Some(Nodes::Count(0)) => bad!("job {}: nodes must be at least 1", j.name),
                 Some(Nodes::On(list)) => {
                     if list.is_empty() {
-                        bail!("job {}: nodes = []: list at least one node", j.name);
+                        bad!("job {}: nodes = []: list at least one node", j.name);
                     }
                     if let Some(bad) = list.iter().find(|&&k| k >= self.nodes) {
-                        bail!(
+                        bad!(
                             "job {}: no node {bad}: the scenario has nodes 0 to {} (top-level nodes = {})",
                             j.name,
                             self.nodes - 1,
@@ -462,10 +491,10 @@ impl Scenario {
                     seen.sort_unstable();
                     seen.dedup();
                     if seen.len() != list.len() {
-                        bail!("job {}: nodes {list:?}: a node is listed twice", j.name);
+                        bad!("job {}: nodes {list:?}: a node is listed twice", j.name);
                     }
                     if list.len() > j.processes as usize {
-                        bail!(
+                        bad!(
                             "job {}: {} processes cannot run on {} nodes",
                             j.name,
                             j.processes,
@@ -511,50 +540,52 @@ impl Scenario {
                     _ => "",
                 };
                 if !why.is_empty() {
-                    bail!("job {}: {why}", j.name);
+                    bad!("job {}: {why}", j.name);
                 }
                 if let Some(io) = w.data() {
                     if !matches!(io.access.as_str(), "read" | "write") {
-                        bail!("job {}: access must be read or write", j.name);
+                        bad!("job {}: access must be read or write", j.name);
                     }
                     if io.block == 0 || !io.block.is_multiple_of(4096) || io.threads == 0 {
-                        bail!(
+                        bad!(
                             "job {}: block must be a multiple of 4 KiB (O_DIRECT), threads above zero",
                             j.name
                         );
                     }
                     if !at_least_zero(io.delay) {
-                        bail!("job {}: delay must be at least zero", j.name);
+                        bad!("job {}: delay must be at least zero", j.name);
                     }
                 }
             }
         }
         for s in &self.setups {
-            if s.algorithm != "none" && !s.optional {
-                sluice_policy::registry::find(&s.algorithm)
-                    .with_context(|| format!("setup {} (or algorithm = \"none\")", s.name))?;
+            if s.algorithm != "none"
+                && !s.optional
+                && let Err(e) = sluice_policy::registry::find(&s.algorithm)
+            {
+                bad!("setup {}: {e} (or algorithm = \"none\")", s.name);
             }
             for (job, limit) in &s.limits {
                 if !self.jobs.iter().any(|j| &j.name == job) {
-                    bail!("setup {}: limits: no job is named {job:?}", s.name);
+                    bad!("setup {}: limits: no job is named {job:?}", s.name);
                 }
-                limit
-                    .parse::<Rate>()
-                    .map_err(|e| anyhow::anyhow!("setup {}: limits.{job}: {e}", s.name))?;
+                if let Err(e) = limit.parse::<Rate>() {
+                    bad!("setup {}: limits.{job}: {e}", s.name);
+                }
             }
             for (job, period) in &s.periods {
                 if !self.jobs.iter().any(|j| &j.name == job) {
-                    bail!("setup {}: periods: no job is named {job:?}", s.name);
+                    bad!("setup {}: periods: no job is named {job:?}", s.name);
                 }
                 match sluice_control::config::parse_millis(period) {
                     Ok(p) if !p.is_zero() => {}
-                    Ok(_) => bail!("setup {}: periods.{job}: must be more than zero", s.name),
-                    Err(e) => bail!("setup {}: periods.{job}: {e}", s.name),
+                    Ok(_) => bad!("setup {}: periods.{job}: must be more than zero", s.name),
+                    Err(e) => bad!("setup {}: periods.{job}: {e}", s.name),
                 }
             }
         }
         if self.cephfs.is_some() && self.filesystem.is_some() {
-            bail!("[cephfs] and [filesystem]: one file system per scenario");
+            bad!("[cephfs] and [filesystem]: one file system per scenario");
         }
         let name_ok = |c: &str| {
             !c.is_empty()
@@ -564,8 +595,8 @@ impl Scenario {
         };
         for j in &self.jobs {
             match (&j.client, &self.cephfs) {
-                (Some(_), None) => bail!("job {}: client is for a scenario with [cephfs]", j.name),
-                (Some(c), Some(_)) if !name_ok(c) => bail!(
+                (Some(_), None) => bad!("job {}: client is for a scenario with [cephfs]", j.name),
+                (Some(c), Some(_)) if !name_ok(c) => bad!(
                     "job {}: client {c:?}: letters, digits, _ or - (and not admin, the CLI's own)",
                     j.name
                 ),
@@ -575,17 +606,17 @@ impl Scenario {
         if let Some(c) = &self.cephfs
             && let Some(bad) = c.small_cache.iter().find(|c| !name_ok(c))
         {
-            bail!("cephfs.small_cache: client {bad:?}: letters, digits, _ or - (and not admin)");
+            bad!("cephfs.small_cache: client {bad:?}: letters, digits, _ or - (and not admin)");
         }
         if let Some([a, b]) = self.metrics.window
             && !(at_least_zero(a) && b > a && b.is_finite())
         {
-            bail!("metrics.window: [T_begin, T_end] with 0 ≤ T_begin < T_end");
+            bad!("metrics.window: [T_begin, T_end] with 0 ≤ T_begin < T_end");
         }
         if let Some(stop) = self.metrics.stop {
             let end = self.metrics.window.map_or(0.0, |[_, b]| b);
             if !(stop.is_finite() && stop > 0.0 && stop >= end) {
-                bail!(
+                bad!(
                     "metrics.stop = {stop}: must be a number of seconds, at or after the window's end"
                 );
             }
@@ -594,7 +625,7 @@ impl Scenario {
                 .iter()
                 .find(|j| j.workload.list().iter().any(|w| w.data().is_none()))
             {
-                bail!(
+                bad!(
                     "metrics.stop: job {} is not a data job (only data jobs can be stopped mid-run)",
                     j.name
                 );
@@ -749,5 +780,27 @@ impl Workload {
             | Workload::Bursty { io, .. }
             | Workload::Periodic { io, .. } => Some(io),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_demo_is_a_valid_scenario_of_four_paced_jobs() {
+        let sc = Scenario::parse(crate::demo::SCENARIO, "demo").expect("the demo's scenario");
+        assert_eq!(sc.jobs.len(), 4);
+        assert!(sc.jobs.iter().all(|j| j.rules.len() == 1));
+        let algorithms: Vec<&str> = sc.setups.iter().map(|s| s.algorithm.as_str()).collect();
+        assert_eq!(algorithms, ["psfa-held", "none"]);
+    }
+
+    #[test]
+    fn a_job_rule_that_does_not_parse_is_the_administrators_input() {
+        let text = crate::demo::SCENARIO.replace("rate=16000/s", "rat=16000/s");
+        let e = Scenario::parse(&text, "s.toml").expect_err("a bad rule");
+        assert!(e.is_input(), "{e}");
+        assert!(e.to_string().contains("job sim: rule"), "{e}");
     }
 }

@@ -6,16 +6,17 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::plot::{Panel, Series, png};
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::iosets::{self, IoSetsMeasures};
 use super::scenario::{Scenario, Workload};
+use super::{ExperimentError, Result};
+use crate::error::Doing as _;
 
 /// A second's total may pass the capacity by this fraction before it counts as over: the
 /// replayers' seconds start at their own instants, so a wall-clock second holds parts of
 /// two of theirs.
-const OVER_TOLERANCE: f64 = 0.05;
+pub(super) const OVER_TOLERANCE: f64 = 0.05;
 
 /// One set-up's run.
 pub struct Outcome {
@@ -62,7 +63,8 @@ pub struct PhaseRecord {
 }
 
 impl Outcome {
-    fn last_second(&self) -> u64 {
+    /// The last second with calls counted.
+    pub(super) fn last_second(&self) -> u64 {
         self.calls.keys().map(|k| k.1).max().unwrap_or(0)
     }
 
@@ -89,11 +91,10 @@ impl Outcome {
             .count()
     }
 
-    /// Jain's fairness index of the jobs' rates, each as a fraction of its limit, over
-    /// the seconds when every job was running (each job's whole run when they never all
-    /// ran at once): 1 when every job got the same fraction of its limit.
-    pub fn jain(&self, limits: &[f64]) -> f64 {
-        let from = self.starts.iter().copied().fold(0.0, f64::max).ceil() as u64;
+    /// The whole seconds `[from, to)` when every job was running, from `settle` seconds
+    /// after the last arrival to the first job's end.
+    pub(super) fn together(&self, settle: f64) -> (u64, u64) {
+        let from = (self.starts.iter().copied().fold(0.0, f64::max) + settle).ceil() as u64;
         let to = self
             .ends
             .iter()
@@ -102,6 +103,14 @@ impl Outcome {
             // A job stopped at the timeout has no end: the run's last second stands in.
             .min(self.last_second() as f64 + 1.0)
             .floor() as u64;
+        (from, to)
+    }
+
+    /// Jain's fairness index of the jobs' rates, each as a fraction of its limit, over
+    /// the seconds when every job was running (each job's whole run when they never all
+    /// ran at once): 1 when every job got the same fraction of its limit.
+    pub fn jain(&self, limits: &[f64]) -> f64 {
+        let (from, to) = self.together(0.0);
         let x: Vec<f64> = (0..self.jobs.len())
             .map(|i| {
                 let (a, b) = if to > from {
@@ -295,7 +304,8 @@ struct Summary {
     setups: Vec<Measures>,
 }
 
-/// Writes SETUP.csv and SETUP.png for each outcome, and summary.json and summary.md.
+/// Writes SETUP.csv and SETUP.png for each outcome, timelines.png (every set-up's
+/// timeline, one under another), and summary.json and summary.md.
 pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<()> {
     let capacity = sc.pool.capacity.per_sec as f64;
     let bytes = sc.has_data();
@@ -305,6 +315,7 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
     } else {
         (1.0, "metadata calls per second")
     };
+    let mut panels = Vec::new();
     for o in outcomes {
         let mut csv = String::from("second,job,calls,allocation\n");
         if bytes {
@@ -383,8 +394,12 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             &base.with_extension("png"),
             &format!("{}: {}", sc.name, o.setup),
             unit,
-            &[panel],
+            std::slice::from_ref(&panel),
         )?;
+        panels.push(panel);
+    }
+    if !panels.is_empty() {
+        png(&out.join("timelines.png"), &sc.name, unit, &panels)?;
     }
     // IO-SETS' B, once for all set-ups, as the paper takes it over all its runs: the
     // bandwidth a job sees in isolation, from the phases alone of the set-ups without
@@ -450,10 +465,11 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             })
             .collect(),
     };
-    write(
-        &out.join("summary.json"),
-        &serde_json::to_string_pretty(&summary)?,
-    )?;
+    let json = serde_json::to_string_pretty(&summary).map_err(|source| ExperimentError::Json {
+        what: "summary.json".into(),
+        source,
+    })?;
+    write(&out.join("summary.json"), &json)?;
     let mut md = markdown(std::slice::from_ref(&summary));
     md += &checks(&summary);
     if let Some(ceph) = &sc.cephfs {
@@ -747,7 +763,7 @@ fn file_name(setup: &str) -> String {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    Ok(std::fs::write(path, text).doing(|| format!("write {}", path.display()))?)
 }
 
 /// The summaries' set-ups as the columns of one table.
@@ -915,16 +931,14 @@ pub fn compare(dirs: &[PathBuf]) -> Result<i32> {
     let mut summaries = Vec::new();
     for d in dirs {
         let path = d.join("summary.json");
-        let text = std::fs::read_to_string(&path).with_context(|| {
-            format!(
-                "cannot read {} (written by sluice experiment run)",
-                path.display()
-            )
-        })?;
-        summaries.push(
-            serde_json::from_str::<Summary>(&text)
-                .with_context(|| format!("{}: not a summary", path.display()))?,
-        );
+        let text = std::fs::read_to_string(&path)
+            .doing(|| format!("read {} (written by sluice experiment run)", path.display()))?;
+        summaries.push(serde_json::from_str::<Summary>(&text).map_err(|source| {
+            ExperimentError::Json {
+                what: format!("{}: not a summary", path.display()),
+                source,
+            }
+        })?);
     }
     print!("{}", markdown(&summaries));
     print!("{}", runs_table(&summaries, &IOSETS_MEASURES));

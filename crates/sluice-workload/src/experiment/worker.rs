@@ -6,38 +6,51 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::data::{Access, DataSpec, Pattern, run};
-use anyhow::{Context, Result, bail};
+use crate::error::Doing as _;
 
 use super::scenario::Workload;
+use super::{ExperimentError, Result};
 
-/// `sluice experiment data`.
-#[derive(Debug)]
+/// A `--spec` the runner should not have given.
+fn bad_spec(why: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Scenario(format!("--spec: {why}"))
+}
+
+/// `sluice experiment data`: its arguments, as the runner gives them.
+#[derive(clap::Args, Debug)]
 pub struct DataOptions {
     /// The part of the job's workload, as JSON (the scenario's table).
+    #[arg(long)]
     pub spec: String,
     /// The directory of its files.
+    #[arg(long)]
     pub dir: PathBuf,
     /// Each second's bytes: `unix_s,bytes` (the second's start, in seconds since the
     /// epoch, so that the runner places it on its own clock).
+    #[arg(long)]
     pub csv: PathBuf,
     /// Each stretch of I/O and of computing: `kind,start,end,bytes` (kind `io` or
     /// `compute`, times in seconds since the epoch).
+    #[arg(long)]
     pub phases: PathBuf,
     /// Use O_DIRECT (else fdatasync at the end of each stretch of I/O).
+    #[arg(long)]
     pub direct: bool,
     /// Offsets in a file wrap at this many bytes.
+    #[arg(long, default_value_t = 256 << 20)]
     pub file_size: u64,
     /// Stop this many seconds after the start, mid-phase if need be.
+    #[arg(long, value_name = "SECONDS")]
     pub until: Option<f64>,
 }
 
 impl DataOptions {
     /// Runs the part; writes the CSVs as it goes (seconds) and at the end (phases).
     pub fn run(&self) -> Result<i32> {
-        let workload: Workload = serde_json::from_str(&self.spec).context("--spec")?;
+        let workload: Workload = serde_json::from_str(&self.spec).map_err(bad_spec)?;
         let pattern = match &workload {
-            Workload::Trace => bail!("--spec: a trace part is replayed by `sluice replay`"),
-            Workload::Command { .. } => bail!("--spec: a command part is run by `command`"),
+            Workload::Trace => return Err(bad_spec("a trace part is replayed by `sluice replay`")),
+            Workload::Command { .. } => return Err(bad_spec("a command part is run by `command`")),
             Workload::Continuous {
                 volume, seconds, ..
             } => Pattern::Continuous {
@@ -63,7 +76,7 @@ impl DataOptions {
             },
         };
         let Some(io) = workload.data() else {
-            bail!("--spec: not a data part");
+            return Err(bad_spec("not a data part"));
         };
         let spec = DataSpec {
             dir: self.dir.clone(),
@@ -72,16 +85,16 @@ impl DataOptions {
             } else {
                 Access::Write
             },
-            block: usize::try_from(io.block)?,
+            block: usize::try_from(io.block).map_err(bad_spec)?,
             threads: io.threads as usize,
             direct: self.direct,
             file_size: self.file_size,
             pattern,
             until: self.until.map(Duration::from_secs_f64),
         };
-        let mut csv = std::fs::File::create(&self.csv)
-            .with_context(|| format!("cannot write {}", self.csv.display()))?;
-        writeln!(csv, "unix_s,bytes")?;
+        let writing = || format!("write {}", self.csv.display());
+        let mut csv = std::fs::File::create(&self.csv).doing(writing)?;
+        writeln!(csv, "unix_s,bytes").doing(writing)?;
         let mut started = None;
         let report = run(&spec, |second, bytes| {
             // The clock's start is known only once the run has begun: each second's
@@ -92,14 +105,16 @@ impl DataOptions {
                     .map_or(0.0, |d| d.as_secs_f64())
                     - 1.0
             });
-            let _ = writeln!(csv, "{:.3},{bytes}", start + (second - 1) as f64);
+            // One write a row, so that the runner, reading as it goes, sees whole rows.
+            let row = format!("{:.3},{bytes}\n", start + (second - 1) as f64);
+            let _ = csv.write_all(row.as_bytes());
         })?;
         // The exact start, from the report: rewrite the seconds with it.
         let mut text = String::from("unix_s,bytes\n");
         for (k, bytes) in report.per_second.iter().enumerate() {
             let _ = writeln!(text, "{:.3},{bytes}", report.started + k as f64);
         }
-        std::fs::write(&self.csv, text)?;
+        std::fs::write(&self.csv, text).doing(writing)?;
         let mut text = String::from("kind,start,end,bytes\n");
         let mut last = report.started;
         for p in &report.phases {
@@ -115,8 +130,7 @@ impl DataOptions {
         {
             let _ = writeln!(text, "compute,{last:.4},{stopped:.4},0");
         }
-        std::fs::write(&self.phases, text)
-            .with_context(|| format!("cannot write {}", self.phases.display()))?;
+        std::fs::write(&self.phases, text).doing(|| format!("write {}", self.phases.display()))?;
         Ok(0)
     }
 }
