@@ -35,8 +35,8 @@ pub struct Plan {
     /// Bit `j`: the plan's `j`-th pool (`pools()[j]`) times this call when it samples
     /// latency (the call meets the pool's watch, or the pool has none).
     watched: u16,
-    /// Bit `k` below [`RULE`]: `chans[k]` charges bytes; then the flags [`RULE`] and
-    /// [`SIZED`].
+    /// Bit `k` below [`WEIGHED`]: `chans[k]` charges bytes; then the flags [`WEIGHED`],
+    /// [`RULE`] and [`SIZED`].
     bits: u32,
 }
 
@@ -48,6 +48,10 @@ const LONE_TIMED: u8 = 0x80;
 
 const _: () = assert!(CHANNELS <= LONE_TIMED as usize);
 
+/// In [`Plan::bits`]: some pool of the plan weighs its operations
+/// ([`Compiled::set_costs`]). In the plan, which a call has read already, so that a call
+/// held only by channels that weigh nothing asks nothing more of any of them.
+const WEIGHED: u32 = 1 << 29;
 /// In [`Plan::bits`]: `chans[0]` is a rule (the others are pools).
 const RULE: u32 = 1 << 30;
 /// In [`Plan::bits`]: the plan is worked out per call (some rule or pool for this
@@ -56,7 +60,7 @@ const SIZED: u32 = 1 << 31;
 /// In [`Plan::bits`]: the bits of the channels that charge bytes.
 const BYTES: u32 = (1 << MAX_PLAN) - 1;
 
-const _: () = assert!(size_of::<Plan>() == 24 && MAX_PLAN <= 30 && MAX_POOLS <= 16);
+const _: () = assert!(size_of::<Plan>() == 24 && MAX_PLAN <= 29 && MAX_POOLS <= 16);
 
 impl Plan {
     const EMPTY: Plan = Plan {
@@ -72,10 +76,10 @@ impl Plan {
         self.len += 1;
     }
 
-    /// The plan's channel, when it is its only one and it charges calls, with no size
-    /// condition; with [`LONE_TIMED`] when it is a pool that times the call.
+    /// The plan's channel, when it is its only one and it charges one unit a call, with
+    /// no size condition; with [`LONE_TIMED`] when it is a pool that times the call.
     fn lone(&self) -> Option<u8> {
-        (self.len == 1 && self.bits & (BYTES | SIZED) == 0)
+        (self.len == 1 && self.bits & (BYTES | SIZED | WEIGHED) == 0)
             .then_some(self.chans[0] | if self.timed() { LONE_TIMED } else { 0 })
     }
 
@@ -126,6 +130,13 @@ impl Plan {
     #[inline]
     pub fn charges_bytes(&self) -> bool {
         self.bits & BYTES != 0
+    }
+
+    /// Whether some pool of the plan weighs its operations: only then may a channel that
+    /// charges calls charge more than one unit ([`Compiled::cost`]).
+    #[inline(always)]
+    pub fn weighed(&self) -> bool {
+        self.bits & WEIGHED != 0
     }
 }
 
@@ -237,9 +248,8 @@ pub struct Compiled {
     /// [`NO_LONE`]. Kept in line, one load nearer than the plans.
     lone: [[u8; MAX_PLACES]; Op::COUNT],
     latency_sample: u32,
-    /// Bit `p`: the pool in slot `p` weighs its operations ([`Compiled::set_costs`]);
-    /// beside the latency sample, so that a call held by pools that do not reads no
-    /// cost table.
+    /// Bit `p`: the pool in slot `p` weighs its operations ([`Compiled::set_costs`]).
+    /// Read only for a call whose plan says one of its pools weighs ([`Plan::weighed`]).
     weighed: u16,
     rules: Table,
     pools: Table,
@@ -303,11 +313,16 @@ impl Compiled {
                 if sized {
                     plan.bits |= SIZED;
                 }
-                c.plans[op.index() * MAX_PLACES + place] = plan;
-                c.lone[op.index()][place] = plan.lone().unwrap_or(NO_LONE);
+                c.set_plan(op, place, plan);
             }
         }
         c
+    }
+
+    /// Keeps `plan` as the plan of `op` in `place`, and its lone channel.
+    fn set_plan(&mut self, op: Op, place: usize, plan: Plan) {
+        self.plans[op.index() * MAX_PLACES + place] = plan;
+        self.lone[op.index()][place] = plan.lone().unwrap_or(NO_LONE);
     }
 
     /// The plan of `op` in `place` for a call moving `size` bytes, from the rules.
@@ -326,7 +341,15 @@ impl Compiled {
             plan.watched |= (watched as u16) << j;
             plan.push(ch);
         }
+        if self.weighs_some(&plan) {
+            plan.bits |= WEIGHED;
+        }
         plan
+    }
+
+    /// Whether some pool of `plan` weighs its operations (its flag [`WEIGHED`]).
+    fn weighs_some(&self, plan: &Plan) -> bool {
+        self.weighed != 0 && plan.pools().iter().any(|&c| self.weighs(c as usize))
     }
 
     /// The channels that admit `op` on a target in `place` moving `size` bytes: one table
@@ -341,7 +364,8 @@ impl Compiled {
     }
 
     /// The channel that holds `op` in `place`, when it is the only one and it charges
-    /// calls, with no size condition: such a call is admitted by
+    /// one unit a call (not a pool that weighs its operations), with no size condition:
+    /// such a call is admitted by
     /// [`Gate::pass_from_batch`](crate::gate::Gate::pass_from_batch), with no ticket,
     /// unless it is one the channel's pool times.
     #[inline(always)]
@@ -367,7 +391,8 @@ impl Compiled {
     /// Sets what each operation costs the pools that weigh theirs (see
     /// [`StageConfig::costs`]); the others charge one unit a call. A call whose only
     /// channel is a weighed pool is no longer admitted from its thread's batch without a
-    /// ticket ([`Compiled::lone_count_channel`]): that path charges one unit.
+    /// ticket ([`Compiled::lone_count_channel`]): that path charges one unit. The plans
+    /// that hold a weighed pool say so ([`Plan::weighed`]); the others read no cost.
     pub fn set_costs(&mut self, costs: &[SlottedCosts]) {
         self.weighed = 0;
         self.costs = [[1; MAX_POOLS]; Op::COUNT];
@@ -380,13 +405,14 @@ impl Compiled {
                 self.costs[op.index()][c.slot as usize] = c.costs.of(op);
             }
         }
-        let weighed = self.weighed;
-        for row in &mut self.lone {
-            for lone in row.iter_mut().filter(|l| **l != NO_LONE) {
-                let channel = (*lone & !LONE_TIMED) as usize;
-                if channel >= MAX_RULES && weighed >> (channel - MAX_RULES) & 1 != 0 {
-                    *lone = NO_LONE;
+        for &op in Op::ALL {
+            for place in 0..self.places.places().len() {
+                let mut plan = self.plans[op.index() * MAX_PLACES + place];
+                plan.bits &= !WEIGHED;
+                if self.weighs_some(&plan) {
+                    plan.bits |= WEIGHED;
                 }
+                self.set_plan(op, place, plan);
             }
         }
     }
@@ -709,6 +735,39 @@ mod tests {
         for op in [Op::Write, Op::Read, Op::Mkdir] {
             assert_eq!(c.lone_count_channel(op, scratch), None, "{op:?}");
         }
+    }
+
+    /// Only the plans that hold a weighed pool say so, those worked out per call (a size
+    /// condition) too, and setting flat costs again clears them: a call held by channels
+    /// that weigh nothing reads no cost.
+    #[test]
+    fn a_plan_weighs_when_one_of_its_pools_does() {
+        let mut c = compile_with_pools(
+            &["op=unlink rate=1M/s"],
+            &[
+                (1, "md: class=metadata rate=1k/s"),
+                (3, "big: class=data size>=1MiB rate=1k/s"),
+            ],
+            &[],
+        );
+        let p = c.places().lookup(b"/scratch/x");
+        let weighed = |c: &Compiled| {
+            [(Op::Unlink, 0), (Op::Getattr, 0), (Op::Write, 2 << 20)]
+                .map(|(op, size)| c.plan(op, p, size).weighed())
+        };
+        assert_eq!(weighed(&c), [false; 3]);
+        let costs = |slot, text: &str| SlottedCosts {
+            slot,
+            costs: text.parse().unwrap(),
+        };
+        c.set_costs(&[costs(1, "metadata=4")]);
+        assert_eq!(weighed(&c), [true, true, false]);
+        assert_eq!(c.cost(Op::Unlink, MAX_RULES + 1), 4);
+        c.set_costs(&[costs(3, "write=2")]);
+        assert_eq!(weighed(&c), [false, false, true]);
+        c.set_costs(&[]);
+        assert_eq!(weighed(&c), [false; 3]);
+        assert_eq!(c.cost(Op::Unlink, MAX_RULES + 1), 1);
     }
 
     #[test]

@@ -207,8 +207,10 @@ impl Gate<'_> {
         for (k, (i, bytes)) in plan.channels().enumerate() {
             let cost = if bytes {
                 self.charged(i, size)
-            } else {
+            } else if plan.weighed() {
                 self.compiled.cost(op, i)
+            } else {
+                1
             };
             if k == 0 {
                 first_cost = cost;
@@ -383,10 +385,10 @@ impl Gate<'_> {
                     _ => self.charged(i, ticket.size),
                 };
                 self.settle(ts, shard, owned, clock, i, cost, moved);
-            } else if self.compiled.weighs(i) {
+            } else if ticket.plan.weighed() && self.compiled.weighs(i) {
                 // A weighed pool's units, beside its calls: what its controller shares.
                 bump(
-                    &shard.channels[i].bytes,
+                    shard.channels[i].amount(),
                     self.compiled.cost(ticket.op, i),
                     owned,
                 );
@@ -408,7 +410,7 @@ impl Gate<'_> {
         cost: u64,
         moved: u64,
     ) {
-        bump(&shard.channels[i].bytes, moved, owned);
+        bump(shard.channels[i].amount(), moved, owned);
         let bucket = self.segment.bucket(i);
         if moved > cost {
             let owed = ts.caches[i].spend(bucket.generation(), clock.coarse_ns(), moved - cost);
@@ -620,8 +622,11 @@ mod tests {
         }
         let took = clock.now_ns() - t0;
         let t = seg.totals();
-        assert_eq!((t.channels[pool].admitted, t.channels[pool].bytes), (5, 14));
-        assert_eq!((t.channels[0].admitted, t.channels[0].bytes), (3, 0));
+        assert_eq!(
+            (t.channels[pool].admitted, t.channels[pool].amount()),
+            (5, 14)
+        );
+        assert_eq!((t.channels[0].admitted, t.channels[0].amount()), (3, 0));
         // At 1,000 units a second the four past the burst take 4 ms; as calls, 5 would
         // have passed within the burst at once.
         assert!(took >= 3_000_000, "{took} ns");

@@ -1,6 +1,7 @@
 //! # sluice-core
 //!
-//! The vocabulary every part of sluice shares, with no I/O and no threads:
+//! The vocabulary every part of sluice shares, with no I/O and no threads (its only
+//! system calls are the clock's, [`clock`]):
 //!
 //! - [`op`]: operations (`getattr`, `open`, `read`…) and their classes;
 //! - [`rule`]: the rule language (parse, print, match) and rate units;
@@ -10,6 +11,7 @@
 //! - [`classify`]: rules compiled per process into a per-operation table;
 //! - [`cost`]: what each operation costs a pool that weighs them;
 //! - [`gate`]: the admission path of one request (classify, reserve, wait, count);
+//! - [`clock`]: the node's monotonic clock and the shared futex a held call sleeps on;
 //! - [`observe`]: per-channel rates over an interval and the job's estimated demand;
 //! - [`config`]: the stage configuration as it travels in a segment;
 //! - [`stats`]: counters summed into the report `sluice run --stats` writes;
@@ -29,6 +31,7 @@
 
 pub mod bucket;
 pub mod classify;
+pub mod clock;
 pub mod config;
 pub mod cost;
 pub mod elf;

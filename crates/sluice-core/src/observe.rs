@@ -32,10 +32,19 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// Whether the channel's units are counted in its `bytes` counter (bytes, or cost
-    /// units) rather than as calls.
+    /// Whether the channel's units are its amount ([`ChannelTotal::amount`]: bytes, or
+    /// cost units) rather than its calls.
     fn in_units(&self) -> bool {
         self.bytes || self.weighed
+    }
+
+    /// The units the channel admitted in `t`: calls, bytes or cost units.
+    fn units(&self, t: &ChannelTotal) -> u64 {
+        if self.in_units() {
+            t.amount()
+        } else {
+            t.admitted
+        }
     }
 }
 
@@ -81,7 +90,7 @@ impl Snapshot {
                     t.add_latency(l);
                 }
                 acc.add(&t);
-                per_channel.push((if w.in_units() { t.bytes } else { t.admitted }, t.wait_ns));
+                per_channel.push((w.units(&t), t.wait_ns));
             }
             threads.push(per_channel);
         }
@@ -127,11 +136,10 @@ impl Snapshot {
             .map(|(c, w)| {
                 let now = &self.totals[c];
                 let then = prev.totals.get(c).copied().unwrap_or_default();
-                let units = |t: &ChannelTotal| if w.in_units() { t.bytes } else { t.admitted };
                 let arrived = now.arrivals.saturating_sub(then.arrivals) as f64;
                 ChannelRates {
                     arrivals: arrived * unit_size(w, now, &then) / secs,
-                    admitted: units(now).saturating_sub(units(&then)) as f64 / secs,
+                    admitted: w.units(now).saturating_sub(w.units(&then)) as f64 / secs,
                     wait: now.wait_ns.saturating_sub(then.wait_ns) as f64 / interval,
                     waiting: now.waiting.min(u32::MAX as u64) as u32,
                     demand: demand[c] / secs,
@@ -155,10 +163,10 @@ fn unit_size(w: &Watched, now: &ChannelTotal, then: &ChannelTotal) -> f64 {
     }
     let calls = now.admitted.saturating_sub(then.admitted);
     if calls > 0 {
-        return now.bytes.saturating_sub(then.bytes) as f64 / calls as f64;
+        return now.amount().saturating_sub(then.amount()) as f64 / calls as f64;
     }
     if now.admitted > 0 {
-        return now.bytes as f64 / now.admitted as f64;
+        return now.amount() as f64 / now.admitted as f64;
     }
     0.0
 }

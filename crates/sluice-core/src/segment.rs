@@ -345,13 +345,24 @@ pub struct ChannelCounter {
     pub arrivals: AtomicU64,
     /// Calls admitted.
     pub admitted: AtomicU64,
-    /// Bytes charged (bytes channels), or cost units charged (a pool that weighs its
-    /// operations, module [`crate::cost`]).
+    /// The channel's amount ([`ChannelCounter::amount`]): bytes charged (bytes
+    /// channels), or cost units charged (a pool that weighs its operations, module
+    /// [`crate::cost`]); 0 for a channel that counts calls only.
     pub bytes: AtomicU64,
     /// Nanoseconds callers spent waiting.
     pub wait_ns: AtomicU64,
     /// Calls waiting now (a gauge): with `admitted`, the demand a controller sees.
     pub waiting: AtomicU64,
+}
+
+impl ChannelCounter {
+    /// What the channel charged beyond its calls: bytes in a bytes channel, cost units
+    /// in a pool that weighs its operations. Kept in the field `bytes`, the name the
+    /// segment's layout and the controllers' messages have always given it.
+    #[inline(always)]
+    pub fn amount(&self) -> &AtomicU64 {
+        &self.bytes
+    }
 }
 
 /// The latency of the real calls a pool admitted, sampled (one call in N per thread; N is
@@ -595,7 +606,8 @@ pub struct ChannelTotal {
     pub arrivals: u64,
     /// Calls admitted.
     pub admitted: u64,
-    /// Bytes charged.
+    /// The channel's amount ([`ChannelTotal::amount`]): bytes charged, or cost units in
+    /// a pool that weighs its operations.
     pub bytes: u64,
     /// Nanoseconds waited.
     pub wait_ns: u64,
@@ -612,6 +624,13 @@ pub struct ChannelTotal {
 }
 
 impl ChannelTotal {
+    /// What the channel charged beyond its calls: bytes in a bytes channel, cost units
+    /// in a pool that weighs its operations (see [`ChannelCounter::amount`]).
+    #[inline]
+    pub fn amount(&self) -> u64 {
+        self.bytes
+    }
+
     /// One shard's counters.
     pub fn of(c: &ChannelCounter) -> Self {
         ChannelTotal {

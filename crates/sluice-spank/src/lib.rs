@@ -39,6 +39,7 @@ use sluice_control::launcher::{Attach, Held, Unreachable, attach};
 use sluice_control::proto::AttachRequest;
 use sluice_control::segment_file::{SHM_DIR, SegmentFile, file_safe};
 use sluice_core::config::StageConfig;
+use sluice_core::error::Chain;
 use sluice_core::rule::Rule;
 
 use ffi::{Spank, SpankOption};
@@ -135,7 +136,7 @@ unsafe extern "C" fn on_option(_val: c_int, optarg: *const c_char, remote: c_int
     if remote == 0
         && let Err(e) = ask.rules()
     {
-        log(true, &format!("{e:#}"));
+        log(true, &Chain(&e).to_string());
         return -1;
     }
     *locked(&ASK) = Some(ask);
@@ -171,7 +172,7 @@ pub unsafe extern "C" fn slurm_spank_init(
             0
         }
         Err(e) => {
-            log(true, &e.to_string());
+            log(true, &Chain(&e).to_string());
             -1
         }
     }
@@ -268,7 +269,9 @@ unsafe fn attach_step(sp: Spank, site: &Site, ask: &Ask) -> Result<(), Refusal> 
             stage.display()
         )));
     }
-    let rules = ask.rules().map_err(|e| Refusal::Fail(format!("{e:#}")))?;
+    let rules = ask
+        .rules()
+        .map_err(|e| Refusal::Fail(Chain(&e).to_string()))?;
     let user = user_name(uid).unwrap_or_else(|| uid.to_string());
     let request = AttachRequest {
         job: job.to_string(),
@@ -356,7 +359,12 @@ fn own_segment(
         &[],
         Some(owner),
     )
-    .map_err(|e| Refusal::RunUntouched(format!("job {job}: {e:#}; the job runs without sluice")))
+    .map_err(|e| {
+        Refusal::RunUntouched(format!(
+            "job {job}: {}; the job runs without sluice",
+            Chain(&e)
+        ))
+    })
 }
 
 /// # Safety
@@ -427,12 +435,9 @@ pub unsafe extern "C" fn slurm_spank_task_init(
     _ac: c_int,
     _av: *const *const c_char,
 ) -> c_int {
-    // SAFETY: no arguments.
-    if unsafe { ffi::spank_context() } != ffi::CTX_REMOTE {
-        return 0;
-    }
     // This process was forked from slurmstepd: its copies of the locks are free unless
-    // another thread held one at the fork, which is not waited for.
+    // another thread held one at the fork, which is not waited for. A step is held only
+    // in slurmstepd (`slurm_spank_init_post_opt`): in any other context there is nothing.
     let segment = match HELD.try_lock() {
         Ok(held) => match held.as_ref() {
             Some(h) => h.segment().to_owned(),

@@ -3,15 +3,64 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use sluice_control::config::parse_duration;
+use sluice_control::config::{DurationError, parse_duration};
 use sluice_control::launcher::Unreachable;
 use sluice_control::transport::DEFAULT_DEADLINE;
-use sluice_core::rule::{Rule, RulesFile};
+use sluice_core::blame_all;
+use sluice_core::rule::{Rule, RulesFile, RulesFileError};
 
 /// The keys plugstack.conf may give, for error messages.
 const KEYS: &str =
     "default, socket, stage, mount, fs-type, deadline, unreachable, report, scontrol, supervise";
+
+/// Why the plugin's arguments in plugstack.conf cannot be used: the site administrator's
+/// input, which Slurm then refuses to start the plugin with (srun says why).
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    /// An argument without `=`.
+    #[error("plugstack.conf: '{0}' is not KEY=VALUE (keys: {KEYS})")]
+    NotKeyValue(String),
+    /// A key the plugin does not know.
+    #[error("plugstack.conf: unknown key '{0}' (keys: {KEYS})")]
+    UnknownKey(String),
+    /// A value not among those the key takes.
+    #[error("plugstack.conf: {key}={value}: expected {expected}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What the key takes: "on or off", "an absolute path".
+        expected: &'static str,
+    },
+    /// A value that is not a duration.
+    #[error("plugstack.conf: {key}={value}: {source}{or}")]
+    Duration {
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What else the key takes besides a duration (" (or off)"), or "".
+        or: &'static str,
+        /// Why it is not a duration.
+        source: DurationError,
+    },
+}
+
+/// Why the rules a job named with `--sluice=FILE` cannot be used: the user's input, which
+/// fails the job (before it is queued, in srun, sbatch and salloc).
+#[derive(Debug, thiserror::Error)]
+#[error("--sluice={}: {source}", file.display())]
+pub struct AskError {
+    /// The file the job named.
+    pub file: PathBuf,
+    /// Why its rules cannot be read.
+    pub source: RulesFileError,
+}
+
+// plugstack.conf is the site administrator's; a rules file, the job's user's: both are
+// what someone typed, and fail the same way again until it is corrected.
+blame_all!(Input: SiteError, AskError);
 
 /// How long a step's end waits for the job's report unless `report=` says: a few of the
 /// local's default intervals (the local reaps the job at its next one).
@@ -67,68 +116,81 @@ impl Default for Site {
 
 impl Site {
     /// Reads plugstack.conf's arguments, e.g. `default=off socket=/run/sluice/local.sock`.
-    pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Site> {
+    pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Site, SiteError> {
         let mut site = Site::default();
         for arg in args {
             let Some((key, value)) = arg.split_once('=') else {
-                bail!("plugstack.conf: '{arg}' is not KEY=VALUE (keys: {KEYS})");
+                return Err(SiteError::NotKeyValue(arg.to_owned()));
             };
             match key {
-                "default" => {
-                    site.on_by_default = match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => bail!("plugstack.conf: default={value}: expected on or off"),
-                    }
-                }
-                "socket" => site.socket = absolute(key, value)?,
-                "stage" => site.stage = Some(absolute(key, value)?),
+                "default" => site.on_by_default = on_off("default", value)?,
+                "socket" => site.socket = absolute("socket", value)?,
+                "stage" => site.stage = Some(absolute("stage", value)?),
                 "mount" => site
                     .mounts
-                    .push(absolute(key, value)?.display().to_string()),
+                    .push(absolute("mount", value)?.display().to_string()),
                 "fs-type" => site.fs_types.extend(
                     value
                         .split(',')
                         .filter(|t| !t.is_empty())
                         .map(str::to_owned),
                 ),
-                "deadline" => {
-                    site.deadline = parse_duration(value)
-                        .map_err(|e| anyhow::anyhow!("plugstack.conf: deadline={value}: {e}"))?
-                }
+                "deadline" => site.deadline = duration("deadline", value, "")?,
                 "unreachable" => {
-                    site.unreachable = value
-                        .parse()
-                        .map_err(|e| anyhow::anyhow!("plugstack.conf: unreachable={e}"))?
+                    site.unreachable = value.parse().map_err(|_| SiteError::Value {
+                        key: "unreachable",
+                        value: value.to_owned(),
+                        expected: "standalone or refuse",
+                    })?
                 }
                 "report" => {
                     site.report = match value {
                         "off" => None,
-                        _ => Some(parse_duration(value).map_err(|e| {
-                            anyhow::anyhow!("plugstack.conf: report={value}: {e} (or off)")
-                        })?),
+                        _ => Some(duration("report", value, " (or off)")?),
                     }
                 }
-                "scontrol" => site.scontrol = absolute(key, value)?,
-                "supervise" => {
-                    site.supervise = match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => bail!("plugstack.conf: supervise={value}: expected on or off"),
-                    }
-                }
-                _ => bail!("plugstack.conf: unknown key '{key}' (keys: {KEYS})"),
+                "scontrol" => site.scontrol = absolute("scontrol", value)?,
+                "supervise" => site.supervise = on_off("supervise", value)?,
+                _ => return Err(SiteError::UnknownKey(key.to_owned())),
             }
         }
         Ok(site)
     }
 }
 
-fn absolute(key: &str, value: &str) -> Result<PathBuf> {
+/// `value` of `key`, which takes `on` or `off`.
+fn on_off(key: &'static str, value: &str) -> Result<bool, SiteError> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(SiteError::Value {
+            key,
+            value: value.to_owned(),
+            expected: "on or off",
+        }),
+    }
+}
+
+/// `value` of `key`, which takes an absolute path.
+fn absolute(key: &'static str, value: &str) -> Result<PathBuf, SiteError> {
     if !value.starts_with('/') {
-        bail!("plugstack.conf: {key}={value}: expected an absolute path");
+        return Err(SiteError::Value {
+            key,
+            value: value.to_owned(),
+            expected: "an absolute path",
+        });
     }
     Ok(PathBuf::from(value))
+}
+
+/// `value` of `key`, which takes a duration (or what `or` says).
+fn duration(key: &'static str, value: &str, or: &'static str) -> Result<Duration, SiteError> {
+    parse_duration(value).map_err(|source| SiteError::Duration {
+        key,
+        value: value.to_owned(),
+        or,
+        source,
+    })
 }
 
 /// What a job asked for with `--sluice[=off|RULE-FILE]`.
@@ -153,11 +215,12 @@ impl Ask {
     }
 
     /// The job's own rules: those of its rules file, checked.
-    pub fn rules(&self) -> Result<Vec<Rule>> {
+    pub fn rules(&self) -> Result<Vec<Rule>, AskError> {
         match self {
-            Ask::Rules(file) => {
-                RulesFile::load(file).with_context(|| format!("--sluice={}", file.display()))
-            }
+            Ask::Rules(file) => RulesFile::load(file).map_err(|source| AskError {
+                file: file.clone(),
+                source,
+            }),
             _ => Ok(Vec::new()),
         }
     }
@@ -165,6 +228,8 @@ impl Ask {
 
 #[cfg(test)]
 mod tests {
+    use sluice_core::error::{Blame, Chain, Fault};
+
     use super::*;
 
     #[test]
@@ -199,19 +264,36 @@ mod tests {
         assert_eq!(Site::parse([]).unwrap(), Site::default());
         assert_eq!(Site::default().deadline, Duration::from_secs(2));
         assert_eq!(Site::default().unreachable, Unreachable::Standalone);
-        for bad in [
-            "default=maybe",
-            "socket=rel.sock",
-            "colour=blue",
-            "mount",
-            "deadline=soon",
-            "unreachable=wait",
-            "report=later",
-            "scontrol=scontrol",
-            "supervise=maybe",
+        for (bad, says) in [
+            ("default=maybe", "default=maybe: expected on or off"),
+            (
+                "socket=rel.sock",
+                "socket=rel.sock: expected an absolute path",
+            ),
+            ("colour=blue", "unknown key 'colour' (keys: default, "),
+            ("mount", "'mount' is not KEY=VALUE"),
+            ("deadline=soon", "deadline=soon: \"soon\" is not a duration"),
+            (
+                "unreachable=wait",
+                "unreachable=wait: expected standalone or refuse",
+            ),
+            (
+                "report=later",
+                "report=later: \"later\" is not a duration (e.g. 200ms, 1s) (or off)",
+            ),
+            (
+                "scontrol=scontrol",
+                "scontrol=scontrol: expected an absolute path",
+            ),
+            ("supervise=maybe", "supervise=maybe: expected on or off"),
         ] {
-            let e = Site::parse([bad]).unwrap_err().to_string();
-            assert!(e.starts_with("plugstack.conf: "), "{bad}: {e}");
+            let e = Site::parse([bad]).unwrap_err();
+            assert_eq!(e.fault(), Fault::Input, "{bad}");
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&format!("plugstack.conf: {says}")),
+                "{bad}: {e}"
+            );
         }
     }
 
@@ -224,9 +306,21 @@ mod tests {
             Ask::Rules("/home/u/r.toml".into())
         );
         let e = Ask::parse(Some("/nonexistent/r.toml")).rules().unwrap_err();
+        assert_eq!(e.fault(), Fault::Input);
+        let line = Chain(&e).to_string();
         assert!(
-            format!("{e:#}").contains("--sluice=/nonexistent/r.toml"),
-            "{e:#}"
+            line.starts_with("--sluice=/nonexistent/r.toml: /nonexistent/r.toml: ")
+                && line.contains("No such file"),
+            "{line}"
         );
+        let rules = std::env::temp_dir().join(format!("sluice-spank-{}.toml", std::process::id()));
+        std::fs::write(
+            &rules,
+            "[[rule]]\nmatch = \"op=getattr\"\nrate = \"soon\"\n",
+        )
+        .unwrap();
+        let e = Ask::parse(rules.to_str()).rules().unwrap_err();
+        std::fs::remove_file(&rules).unwrap();
+        assert!(e.to_string().contains("soon"), "{e}");
     }
 }

@@ -1,9 +1,11 @@
 //! The clock the stage admits by: CLOCK_MONOTONIC read through the vDSO (no system
-//! call), and the shared futex a held call sleeps on until its turn or a wake-up.
+//! call), and the shared futex a held call sleeps on until its turn or a wake-up
+//! (sluice-core's [`clock`](sluice_core::clock), with the application's errno kept).
 
 use std::ffi::{CStr, c_void};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use sluice_core::clock::{futex_wait_until, resolution_ns, timespec_ns};
 use sluice_core::gate::Clock;
 
 use crate::hot::HOT;
@@ -28,14 +30,14 @@ impl Clock for SysClock {
         COARSE_RES.load(Ordering::Relaxed)
     }
     fn wait_until(&self, deadline: u64, word: &AtomicU32, seen: u32) {
-        futex_wait_until(word, seen, deadline)
+        crate::sys::keep_errno(|| futex_wait_until(word, seen, deadline))
     }
 }
 
 /// Reads the resolution of CLOCK_MONOTONIC_COARSE, once at start.
 pub(crate) fn learn_coarse_resolution() {
     COARSE_RES.store(
-        clock_resolution_ns(libc::CLOCK_MONOTONIC_COARSE),
+        resolution_ns(libc::CLOCK_MONOTONIC_COARSE),
         Ordering::Relaxed,
     );
 }
@@ -85,44 +87,5 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     };
     // SAFETY: ts is a valid timespec; the monotonic clocks always exist.
     unsafe { f(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The resolution of `clock` in nanoseconds (10 ms if the kernel will not say).
-fn clock_resolution_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec.
-    match unsafe { libc::clock_getres(clock, &mut ts) } {
-        0 => ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-        _ => 10_000_000,
-    }
-}
-
-/// Sleeps until CLOCK_MONOTONIC reads `deadline` or until another process changes `word`
-/// from `seen` and wakes it (a shared futex: the word lives in a segment mapped by several
-/// processes). Returns early on a wake-up, on a signal (its handler has run) or if `word`
-/// had already changed; the caller re-checks. errno is left as it was.
-fn futex_wait_until(word: &AtomicU32, seen: u32, deadline: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
-    };
-    crate::sys::keep_errno(|| {
-        // SAFETY: `word` is a valid, aligned 32-bit word for the life of the call; with
-        // FUTEX_WAIT_BITSET the timeout is an absolute CLOCK_MONOTONIC time.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT_BITSET,
-                seen,
-                &ts as *const libc::timespec,
-                std::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
-            )
-        };
-    });
+    timespec_ns(&ts)
 }

@@ -56,14 +56,10 @@ pub(crate) struct Home(pub(crate) UnsafeCell<MaybeUninit<[u8; HOME_BYTES]>>);
 // before `HOT.state` publishes it (Release); read only through that pointer (Acquire).
 unsafe impl Sync for Home {}
 
-/// Expands the table of symbols into [`Slots`]: one slot per real symbol.
+/// Expands the table of symbols into [`Slots`]: one slot per real symbol. It reads a
+/// row's name only; what the rest of a row means is the hooks' to say.
 macro_rules! slots {
-    (variadic { $( $vname:ident => $via:ident ),* $(,)? } $(
-        $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty
-            = $op:ident, $tkind:ident $( ( $($targ:expr),* ) )?, $size:expr, $moved:expr, $effect:expr
-            $(, call ( $($carg:expr),* ) )?
-            $(, else $fb:path )? ;
-    )*) => {
+    (variadic $variadic:tt $( $name:ident $args:tt -> $ret:ty = $($field:expr),* $(, else $fallback:path)? ; )*) => {
         /// The real symbols, one slot each, resolved at first use; in [`HOT`].
         #[allow(non_snake_case)] // glibc's own names: _IO_getc, __xstat
         pub(crate) struct Slots {

@@ -80,6 +80,17 @@ pub fn write_all(fd: i32, mut buf: &[u8]) {
 
 /// `mmap(NULL, len, READ|WRITE, MAP_SHARED, fd, 0)`.
 pub fn map_shared(fd: i32, len: usize) -> Result<*mut u8, i32> {
+    map(len, libc::MAP_SHARED, fd)
+}
+
+/// `mmap(NULL, len, READ|WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)`: memory of the
+/// stage's own, off the application's heap.
+pub fn map_anonymous(len: usize) -> Result<*mut u8, i32> {
+    map(len, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)
+}
+
+/// `mmap(NULL, len, READ|WRITE, flags, fd, 0)`.
+fn map(len: usize, flags: i32, fd: i32) -> Result<*mut u8, i32> {
     // SAFETY: a fresh mapping; the kernel checks fd and length.
     let r = unsafe {
         libc::syscall(
@@ -87,7 +98,7 @@ pub fn map_shared(fd: i32, len: usize) -> Result<*mut u8, i32> {
             std::ptr::null_mut::<u8>(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
+            flags,
             fd,
             // A variadic argument: an untyped 0 would be passed as 32 bits, and the kernel
             // reads the offset as 64 (regression: SIGBUS at start when the upper half of

@@ -2,7 +2,7 @@
 //! (the stage in `LD_PRELOAD`, the segment in `SLUICE_SEGMENT`, the mark of a supervised
 //! process tree), and a copy that carries what it lacked.
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char};
 
 use super::Envp;
 
@@ -159,23 +159,8 @@ impl Mapped {
     /// Room for `entries` pointers and `text` bytes after them.
     pub(super) fn new(entries: usize, text: usize) -> Option<Mapped> {
         let len = entries * size_of::<*const c_char>() + text;
-        // SAFETY: a fresh private anonymous mapping.
-        let at = unsafe {
-            libc::syscall(
-                libc::SYS_mmap,
-                std::ptr::null_mut::<c_void>(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1 as c_int,
-                0 as libc::off_t,
-            )
-        };
-        (at > 0).then_some(Mapped {
-            at: at as *mut u8,
-            len,
-            entries,
-        })
+        let at = crate::sys::map_anonymous(len).ok()?;
+        Some(Mapped { at, len, entries })
     }
 
     /// The room for the pointers, and the room for the text after it.
