@@ -89,7 +89,8 @@ pub enum PoolCmd {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List the pools with their allocated and used rates.
+    /// List the pools with their allocated and used rates, then each pool's operation
+    /// costs (fixed, or learned from its server with costs_from).
     List {
         #[command(flatten)]
         server: ServerArgs,

@@ -616,3 +616,101 @@ fn a_pool_weighing_creates_holds_them_to_a_quarter_of_the_stats() {
         "{table}"
     );
 }
+
+/// A pool that learns its costs from its server (`costs_from`): a Lustre MDT's md_stats,
+/// written here as the server writes them, say a getattr takes 100 µs and an mknod or an
+/// unlink 400 µs. The pool learns getattr=1, unlink=4, mknod=4, logs it as an audit line
+/// naming the source, pushes it to the stage, and a job's creates and removals are charged
+/// four units each (`sluice jobs`: units beside calls).
+#[test]
+fn a_pool_learns_its_costs_from_its_servers_latencies() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let stats = dir.path().join("md_stats");
+    // The server's counters, each operation answered n times.
+    let write = |n: u64| {
+        let tmp = stats.with_extension("tmp");
+        let body = format!(
+            "snapshot_time 1700000100.5 secs.usecs\n\
+             getattr {n} samples [usecs] 50 200 {} 1\n\
+             mknod {n} samples [usecs] 200 800 {} 1\n\
+             unlink {n} samples [usecs] 200 800 {} 1\n",
+            n * 100,
+            n * 400,
+            n * 400
+        );
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, &stats).unwrap();
+    };
+    write(0);
+    let config = format!(
+        "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
+         match = \"op=getattr,mknod,unlink\"\ncapacity = \"100k/s\"\nalgorithm = \"psfa\"\n\
+         costs_from = \"lustre-mdt:{}\"\n",
+        path_str(&stats)
+    );
+    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let costs = || {
+        local.pools()["pools"][0]["costs"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut n = 0;
+    let learned = wait_for(Duration::from_secs(5), || {
+        n += 100;
+        write(n);
+        costs() == "getattr=1,unlink=4,mknod=4"
+    });
+    assert!(learned, "costs learned: {:?}", costs());
+    let list = local.admin(&["pool", "list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    let line = format!(
+        "pool md costs (learned from lustre-mdt:{}): getattr=1,unlink=4,mknod=4",
+        path_str(&stats)
+    );
+    assert!(text.contains(&line), "{text}");
+    let log = local.daemon.log_text();
+    assert!(
+        log.contains("costs_learned done by lustre-mdt:")
+            && log.contains("getattr 100us, unlink 400us, mknod 400us")
+            && log.contains("(none) → getattr=1,unlink=4,mknod=4"),
+        "the change, audited once with its reason: {log}"
+    );
+    let s = Scratch::new();
+    let work = s.path("C");
+    std::fs::create_dir(&work).unwrap();
+    let bin = path_str(&sluice_bin());
+    let args = [
+        "load",
+        "--dir",
+        &work,
+        "--ops",
+        "mknod,unlink",
+        "--duration",
+        "3",
+    ];
+    let cmd: Vec<&str> = std::iter::once(bin.as_str()).chain(args).collect();
+    let mut job = local
+        .job_command("C", &["--mount", &path_str(s.dir.path())], &cmd)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("sluice run");
+    let charged = |jobs: &serde_json::Value| {
+        let p = jobs["jobs"].as_array()?.iter().find(|j| j["job"] == "C")?["pools"]["md"].clone();
+        let (units, calls) = (p["rate"].as_f64()?, p["calls"].as_f64()?);
+        (calls > 0.0).then_some(units / calls)
+    };
+    let mut jobs = serde_json::Value::Null;
+    let seen = wait_for(Duration::from_secs(3), || {
+        jobs = local.jobs();
+        charged(&jobs).is_some()
+    });
+    assert!(seen, "the job's calls never showed: {jobs}");
+    let ratio = charged(&jobs).unwrap_or(0.0);
+    assert!(
+        (3.5..=4.5).contains(&ratio),
+        "creates and removals charged {ratio:.2} units each, not 4: {jobs}"
+    );
+    assert!(job.wait().unwrap().success());
+}

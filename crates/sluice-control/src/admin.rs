@@ -692,8 +692,10 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
 }
 
 /// `{"pools":[{"name","match","capacity","algorithm","params","estimator","allocated","used",
-/// "jobs","latency_p99_s","target_p99_s"}]}` (`estimator` empty when the algorithm reads no
-/// load; the last two for `capacity = "auto"` pools, else 0).
+/// "jobs","latency_p99_s","target_p99_s","latency_from_server","costs","costs_from","tree",
+/// "nodes"}]}` (`estimator` empty when the algorithm reads no load; the latencies for
+/// `capacity = "auto"` pools, else 0; `costs` empty when every call costs one unit,
+/// `costs_from` when none are learned).
 pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
     let pools: Vec<serde_json::Value> = reply
         .pools
@@ -713,6 +715,7 @@ pub fn pools_json(reply: &PoolListReply) -> serde_json::Value {
                 "allocated": p.allocated, "used": p.used, "jobs": p.jobs,
                 "latency_p99_s": p.latency_p99_s, "target_p99_s": p.target_p99_s,
                 "latency_from_server": p.latency_from_server,
+                "costs": p.costs, "costs_from": p.costs_from,
                 "tree": p.tree, "nodes": nodes})
         })
         .collect();

@@ -25,7 +25,7 @@ use crate::transport::peer_cred;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AuditLabels {
     /// `pool_set`, `pool_rm`, `rule_start`, `rule_change`, `rule_stop`, `job_set`,
-    /// `share_set`, `reload`, `attach`, `join`, `link`.
+    /// `share_set`, `reload`, `attach`, `join`, `link`, `costs_learned`.
     pub action: String,
     /// `done`, `refused` (the caller may not), `failed` (the change was wrong or could
     /// not be saved).
@@ -70,8 +70,8 @@ pub struct Who {
     pub pid: Option<u32>,
     /// The caller's address (TCP).
     pub remote: Option<SocketAddr>,
-    /// What asked when no caller did (`SIGHUP`).
-    pub via: Option<&'static str>,
+    /// What asked when no caller did (`SIGHUP`, a server whose figures changed a pool).
+    pub via: Option<std::borrow::Cow<'static, str>>,
 }
 
 impl Who {
@@ -106,7 +106,15 @@ impl Who {
     /// No caller: the daemon was told by `via` (a signal).
     pub fn signal(via: &'static str) -> Who {
         Who {
-            via: Some(via),
+            via: Some(via.into()),
+            ..Who::default()
+        }
+    }
+
+    /// No caller: the figures read from a server changed something (`ceph-mds:PATH`).
+    pub fn server(source: impl fmt::Display) -> Who {
+        Who {
+            via: Some(source.to_string().into()),
             ..Who::default()
         }
     }
@@ -130,7 +138,7 @@ impl fmt::Display for Who {
             write!(f, "{}{addr}", if said { " " } else { "" })?;
             said = true;
         }
-        match (self.via, said) {
+        match (self.via.as_deref(), said) {
             (Some(via), _) => write!(f, "{}{via}", if said { " " } else { "" }),
             (None, false) => f.write_str("an unknown caller"),
             (None, true) => Ok(()),
@@ -258,6 +266,10 @@ mod tests {
         let addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
         assert_eq!(Who::remote(Some(addr)).to_string(), "10.0.0.1:5000");
         assert_eq!(Who::signal("SIGHUP").to_string(), "SIGHUP");
+        assert_eq!(
+            Who::server("ceph-mds:/x.asok").to_string(),
+            "ceph-mds:/x.asok"
+        );
         assert!(
             Who::unix(0, Some(7))
                 .to_string()

@@ -12,13 +12,15 @@ use sluice_policy::ParamValue;
 use sluice_policy::registry::INTERVAL_S;
 use sluice_policy::tree::Shares;
 
+use crate::audit::{Event, Who};
 use crate::cluster::{
     AutoCapacity, Cluster, ClusterError, JobSetting, JobView, NodeRates, PoolPlan, PoolView,
 };
 use crate::config::{AdminError, AdminErrorKind, ConfigStore, ControlConfig, Reloaded};
 use crate::proto;
 use crate::report::Reports;
-use crate::source::{Poller, SourceSpec};
+use crate::source::learn::{self, CostLearner};
+use crate::source::{Poller, SourceSpec, Wants};
 
 /// The configuration and the computation it drives.
 pub struct Coordinator {
@@ -35,9 +37,11 @@ pub struct Coordinator {
     /// The shares last read from Slurm (`slurm_shares = true`); the configuration's
     /// win over them node by node.
     slurm_shares: Shares,
-    /// By pool steered by its server: the thread reading its source, and the interval
-    /// it reads at.
-    sources: BTreeMap<String, (Poller, std::time::Duration)>,
+    /// By pool steered by its server or learning its costs from it, and by source: the
+    /// thread reading it, and the interval it reads at.
+    sources: BTreeMap<(String, String), (Poller, std::time::Duration)>,
+    /// By pool learning its costs from its server (`costs_from`): what it learned.
+    learners: BTreeMap<String, CostLearner>,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -85,6 +89,7 @@ impl Coordinator {
             settings: Vec::new(),
             slurm_shares: Shares::new(),
             sources: BTreeMap::new(),
+            learners: BTreeMap::new(),
         };
         c.install(config)?;
         Ok(c)
@@ -129,9 +134,16 @@ impl Coordinator {
                 .config
                 .pools
                 .iter()
-                .filter_map(|p| Some((p.name.clone(), p.costs.as_ref()?.to_string())))
+                .filter_map(|p| Some((p.name.clone(), self.costs(p)?.to_string())))
                 .collect(),
         }
+    }
+
+    /// What each operation costs pool `p`: its fixed costs, and the learned ones for the
+    /// operations they do not name; `None`, one unit a call.
+    fn costs(&self, p: &crate::config::PoolSpec) -> Option<sluice_core::cost::Costs> {
+        let learned = self.learners.get(&p.name).and_then(CostLearner::costs);
+        learn::merged(p.costs.as_ref(), learned.as_ref())
     }
 
     /// Reads the configuration file again (SIGHUP): a file whose text changed since it
@@ -235,39 +247,117 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Keeps one reading thread per pool steered by its server's source: a new one for a
-    /// new source or interval, none for a pool that no longer has one.
+    /// Keeps one reading thread per pool and source (a pool steered by its server, a pool
+    /// learning its costs from it, or both from one): a new one for a new source, what it
+    /// reads or interval, none for a pool that no longer reads one. What a pool learned
+    /// stays while it learns from the same source.
     fn start_sources(&mut self, config: &ControlConfig) {
         let interval = config.interval;
-        let wanted: BTreeMap<&str, &SourceSpec> = config
-            .pools
-            .iter()
-            .filter_map(|p| Some((p.name.as_str(), p.auto.as_ref()?.source.as_ref()?)))
-            .collect();
-        self.sources.retain(|pool, (poller, every)| {
-            wanted.get(pool.as_str()) == Some(&poller.spec()) && *every == interval
+        let mut wanted: BTreeMap<(String, String), (&SourceSpec, Wants)> = BTreeMap::new();
+        for p in &config.pools {
+            let capacity = p.auto.as_ref().and_then(|a| a.source.as_ref());
+            let reads = capacity
+                .map(|s| (s, true))
+                .into_iter()
+                .chain(p.costs_from.as_ref().map(|s| (s, false)));
+            for (spec, for_capacity) in reads {
+                let none = Wants {
+                    capacity: false,
+                    costs: false,
+                };
+                let (_, wants) = wanted
+                    .entry((p.name.clone(), spec.to_string()))
+                    .or_insert((spec, none));
+                wants.capacity |= for_capacity;
+                wants.costs |= !for_capacity;
+            }
+        }
+        self.sources.retain(|key, (poller, every)| {
+            wanted
+                .get(key)
+                .is_some_and(|(_, wants)| *wants == poller.wants())
+                && *every == interval
         });
-        for (pool, spec) in wanted {
-            if self.sources.contains_key(pool) {
+        let before = &self.config.pools;
+        self.learners.retain(|pool, _| {
+            let source = |pools: &[crate::config::PoolSpec]| {
+                pools
+                    .iter()
+                    .find(|p| &p.name == pool)
+                    .and_then(|p| p.costs_from.clone())
+            };
+            source(&config.pools).is_some() && source(&config.pools) == source(before)
+        });
+        for ((pool, key), (spec, wants)) in wanted {
+            if self.sources.contains_key(&(pool.clone(), key.clone())) {
                 continue;
             }
-            match Poller::start(pool, spec.clone(), interval) {
+            if wants.costs {
+                self.learners.entry(pool.clone()).or_default();
+            }
+            let name = pool.as_str();
+            match Poller::start(name, spec.clone(), wants, interval) {
                 Ok(poller) => {
-                    tracing::info!(pool, source = %spec, "capacity read from the server");
-                    self.sources.insert(pool.to_owned(), (poller, interval));
+                    if wants.capacity {
+                        tracing::info!(pool = name, source = %spec, "capacity read from the server");
+                    }
+                    if wants.costs {
+                        tracing::info!(pool = name, source = %spec, "costs learned from the server");
+                    }
+                    self.sources.insert((pool, key), (poller, interval));
                 }
-                // The pool keeps its capacity, as with a source that does not answer.
-                Err(e) => tracing::error!(pool, source = %spec, "cannot start reading: {e}"),
+                // The pool keeps its capacity and costs, as with a source that does not
+                // answer.
+                Err(e) => tracing::error!(pool = name, source = %spec, "cannot start reading: {e}"),
             }
         }
     }
 
-    /// One control cycle: the rates to push, per node.
+    /// One control cycle: the rates to push, per node. Costs learned from a server that
+    /// moved are put in force first (the policy's version moves with them).
     pub fn compute(&mut self, cycle: u64) -> Result<Vec<NodeRates>, ClusterError> {
-        for (pool, (poller, _)) in &self.sources {
-            if let Some(r) = poller.take() {
+        for ((pool, _), (poller, _)) in &self.sources {
+            let wants = poller.wants();
+            if wants.capacity
+                && let Some(r) = poller.take()
+            {
                 self.cluster.report_server_latency(pool, r.latency_s);
             }
+            if !wants.costs {
+                continue;
+            }
+            let ops = poller.take_ops();
+            let Some(learner) = self.learners.get_mut(pool) else {
+                continue;
+            };
+            if ops.is_empty() {
+                continue;
+            }
+            let Some(change) = learner.learn(poller.spec(), &ops) else {
+                continue;
+            };
+            // What the pool charges: a move of a learned cost that a fixed one overrides
+            // changes nothing.
+            let fixed = self
+                .config
+                .pools
+                .iter()
+                .find(|p| &p.name == pool)
+                .and_then(|p| p.costs.as_ref());
+            let before = learn::merged(fixed, change.before.as_ref());
+            let after = learn::merged(fixed, Some(&change.after));
+            if before == after {
+                continue;
+            }
+            let who = Who::server(poller.spec());
+            let what = format!(
+                "pool {pool:?} costs (mean latency at the server: {})",
+                change.why
+            );
+            let text = |c: &Option<sluice_core::cost::Costs>| c.as_ref().map(ToString::to_string);
+            Event::new("costs_learned", &who, what)
+                .done(text(&before).as_deref(), text(&after).as_deref());
+            self.policy_version += 1;
         }
         let interval_s = self.config.interval.as_secs_f64();
         let rates = self.cluster.compute(cycle, interval_s)?;
@@ -336,6 +426,11 @@ impl Coordinator {
                     latency_p99_s: view.and_then(|v| v.latency_p99_s).unwrap_or(0.0),
                     target_p99_s: p.auto.as_ref().map_or(0.0, |a| a.target_p99.as_secs_f64()),
                     latency_from_server: p.auto.as_ref().is_some_and(|a| a.source.is_some()),
+                    costs: self.costs(p).map_or_else(String::new, |c| c.to_string()),
+                    costs_from: p
+                        .costs_from
+                        .as_ref()
+                        .map_or_else(String::new, ToString::to_string),
                     estimator: p
                         .estimator_in_force()
                         .map_or_else(String::new, |e| e.name().to_owned()),

@@ -516,7 +516,7 @@ pub(crate) async fn local_ticks(
         l.end_relays();
         let observed = l.observe(cycle);
         if let Some(c) = l.coordinator.clone() {
-            let rates = {
+            let (rates, policy) = {
                 let mut c = c.lock().expect("coordinator");
                 if interval != unit {
                     c.cluster().renumber_cycles(unit, interval);
@@ -527,14 +527,24 @@ pub(crate) async fn local_ticks(
                 c.cluster()
                     .report(&node, cycle, true, observed.jobs, observed.ended);
                 c.finished(&node, observed.finished);
+                let version = c.policy_version();
                 let rates = c.compute(cycle);
+                // Costs learned from a server moved in the cycle: in force before its
+                // rates, which are in the new units.
+                let policy = (c.policy_version() != version).then(|| c.policy());
                 c.cluster().record_history(interval.as_secs_f64());
                 if let Some(m) = &metrics {
                     m.cycle_took(start.elapsed().as_secs_f64());
                     m.record_cycle(cycle, &c.jobs(), &c.pools(), interval.as_secs_f64());
                 }
-                rates
+                (rates, policy)
             };
+            if let Some(policy) = policy {
+                match Policy::from_proto(&policy) {
+                    Ok(p) => l.apply_policy(p),
+                    Err(e) => tracing::error!("policy not applied: {e:#}"),
+                }
+            }
             match rates {
                 Ok(rates) => {
                     let node = l.node.clone();

@@ -48,7 +48,17 @@ struct RawPool {
     auto: Option<Spanned<RawAuto>>,
     tree: Option<Spanned<String>>,
     /// `{ OP_OR_CLASS = UNITS, … }`.
-    costs: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    costs: Option<Spanned<RawCosts>>,
+    /// `"ceph-mds:PATH"`: a source whose per-operation latencies give the costs.
+    costs_from: Option<Spanned<String>>,
+}
+
+/// A pool's `costs`: a table; text is read only to say where a source goes.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawCosts {
+    Table(BTreeMap<String, toml::Value>),
+    Text(String),
 }
 
 /// `auto = { … }` of a pool whose capacity is "auto".
@@ -214,8 +224,19 @@ fn check_admin(admin: &AdminConfig) -> Result<(), FieldError> {
 /// A pool's `costs`: whole units per operation or class, for a pool of calls.
 fn checked_costs(
     spec: &PoolSpec,
-    costs: &BTreeMap<String, toml::Value>,
+    costs: &RawCosts,
 ) -> Result<sluice_core::cost::Costs, FieldError> {
+    let costs = match costs {
+        RawCosts::Table(table) => table,
+        RawCosts::Text(text) => {
+            return Err(FieldError::new(
+                "costs",
+                format_args!(
+                    "{text:?}: costs are a table ({{ mknod = 4, unlink = 4 }}); to learn them from the server, costs_from = \"ceph-mds:ADMIN_SOCKET\""
+                ),
+            ));
+        }
+    };
     if spec.capacity.unit == sluice_core::rule::Unit::Bytes {
         return Err(FieldError::new(
             "costs",
@@ -235,6 +256,35 @@ fn checked_costs(
     let costs = sluice_core::cost::Costs::new(units.iter().map(|(n, u)| (*n, u.as_str())))
         .map_err(|e| FieldError::new("costs", e))?;
     Ok(costs)
+}
+
+/// A pool's `costs_from`: a source that reports each operation's latency, for a pool of
+/// calls.
+fn checked_costs_from(
+    spec: &PoolSpec,
+    source: &str,
+) -> Result<crate::source::SourceSpec, FieldError> {
+    if spec.is_bytes() {
+        return Err(FieldError::new(
+            "costs_from",
+            "a pool of bytes charges what each call moves; learned costs weigh the calls of a pool of calls",
+        ));
+    }
+    let rule = spec.rule();
+    let metadata = |op: &sluice_core::op::Op| op.class() != sluice_core::op::Class::Data;
+    if !sluice_core::op::Op::ALL
+        .iter()
+        .any(|op| metadata(op) && rule.matches_op(*op))
+    {
+        return Err(FieldError::new(
+            "costs_from",
+            format_args!(
+                "the pool holds no metadata operation (match = {:?}): a server's latencies would weigh none of its calls",
+                spec.filter
+            ),
+        ));
+    }
+    source.parse().map_err(|e| FieldError::new("costs_from", e))
 }
 
 impl RawPool {
@@ -288,6 +338,9 @@ impl RawPool {
         )?;
         if let Some(costs) = &self.costs {
             spec.costs = Some(checked_costs(&spec, costs.get_ref())?);
+        }
+        if let Some(source) = &self.costs_from {
+            spec.costs_from = Some(checked_costs_from(&spec, source.get_ref())?);
         }
         if let Some(a) = auto {
             let target = match (&a.target_p99, &a.source, &a.target) {
@@ -345,6 +398,7 @@ impl RawPool {
             "estimator" => self.estimator.as_ref().map(Spanned::span),
             "auto" => self.auto.as_ref().map(Spanned::span),
             "costs" => self.costs.as_ref().map(Spanned::span),
+            "costs_from" => self.costs_from.as_ref().map(Spanned::span),
             _ => None,
         }
     }
@@ -608,6 +662,9 @@ pub(super) fn render(config: &ControlConfig) -> String {
                 .map(|(name, units)| format!("{name} = {units}"))
                 .collect();
             let _ = writeln!(out, "costs = {{ {} }}", entries.join(", "));
+        }
+        if let Some(source) = &pool.costs_from {
+            let _ = writeln!(out, "costs_from = {}", quote(&source.to_string()));
         }
         // Only as set: a pool left to its algorithm's default follows a new algorithm's.
         if let Some(estimator) = pool.estimator {

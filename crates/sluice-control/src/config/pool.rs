@@ -42,6 +42,9 @@ pub struct PoolSpec {
     /// `costs = { open = 4, unlink = 4, getattr = 1 }`: what each operation costs the
     /// pool, in its units (a pool of calls only); `None`, one unit a call.
     pub costs: Option<sluice_core::cost::Costs>,
+    /// `costs_from = "ceph-mds:PATH"`: the costs of the operations `costs` does not name
+    /// are learned from the server's latency per operation (a pool of calls only).
+    pub costs_from: Option<crate::source::SourceSpec>,
 }
 
 /// How an automatic pool (`capacity = "auto"`) finds its capacity: see
@@ -318,6 +321,7 @@ impl PoolSpec {
             auto: None,
             tree: None,
             costs: None,
+            costs_from: None,
         };
         if let Some(text) = tree {
             if algorithm != Self::TREE_ALGORITHM {

@@ -245,7 +245,8 @@ pub fn tree_table(pools: &PoolListReply) -> String {
     out
 }
 
-/// `sluice pool list`: a row per pool, its figures in its unit.
+/// `sluice pool list`: a row per pool, its figures in its unit, then a line per pool
+/// that weighs its operations with their costs (and the server they are learned from).
 pub fn pools_table(reply: &PoolListReply) -> String {
     let units = pool_units(reply);
     let mut out = format!(
@@ -282,6 +283,25 @@ pub fn pools_table(reply: &PoolListReply) -> String {
             rate(p.used),
             p.jobs,
             p.filter
+        );
+    }
+    // Costs are a list that does not fit a column: a line per pool that weighs.
+    for p in reply.pools.iter().filter(|p| !p.costs.is_empty()) {
+        let from = if p.costs_from.is_empty() {
+            String::new()
+        } else {
+            format!(" (learned from {})", p.costs_from)
+        };
+        out += &format!("pool {} costs{from}: {}\n", p.name, p.costs);
+    }
+    for p in reply
+        .pools
+        .iter()
+        .filter(|p| p.costs.is_empty() && !p.costs_from.is_empty())
+    {
+        out += &format!(
+            "pool {} costs: none learned yet from {}\n",
+            p.name, p.costs_from
         );
     }
     out

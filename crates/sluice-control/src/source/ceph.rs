@@ -8,18 +8,42 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Counters, Queue, SourceError};
+use super::{Counters, OpTime, OpTimes, Queue, SourceError};
 
 /// The MDS's own counters: requests taken (`mds.request`), replies with their latency
 /// (`mds.reply_latency`: `avgcount`, `sum` in seconds) and the requests queued now
 /// (`mds.q`).
 const COMMAND: &[u8] = b"{\"prefix\": \"perf dump\", \"logger\": \"mds\"}\0";
 
+/// The MDS server's counters, among them each operation's replies and their latency
+/// (`mds_server.req_<op>_latency`).
+const OPS_COMMAND: &[u8] = b"{\"prefix\": \"perf dump\", \"logger\": \"mds_server\"}\0";
+
 /// No MDS answers a perf dump with more than this; a longer length is garbage.
 const MAX_ANSWER: u32 = 16 << 20;
 
 /// Reads the MDS's counters from its admin socket at `path`, within `deadline`.
 pub fn read(path: &Path, deadline: Duration) -> Result<Counters, SourceError> {
+    let answer = ask(path, COMMAND, deadline)?;
+    parse(&answer).map_err(|why| SourceError::Format {
+        path: path.to_owned(),
+        why,
+    })
+}
+
+/// Reads each operation's replies and their summed latency from the admin socket at
+/// `path`, within `deadline`.
+pub fn read_ops(path: &Path, deadline: Duration) -> Result<OpTimes, SourceError> {
+    let answer = ask(path, OPS_COMMAND, deadline)?;
+    parse_ops(&answer).map_err(|why| SourceError::Format {
+        path: path.to_owned(),
+        why,
+    })
+}
+
+/// Sends `command` to the admin socket at `path` and returns its answer's JSON, all
+/// within `deadline`.
+fn ask(path: &Path, command: &[u8], deadline: Duration) -> Result<Vec<u8>, SourceError> {
     let io = |source| SourceError::Io {
         path: path.to_owned(),
         source,
@@ -33,7 +57,7 @@ pub fn read(path: &Path, deadline: Duration) -> Result<Counters, SourceError> {
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut))
     };
     s.set_write_timeout(Some(left().map_err(io)?)).map_err(io)?;
-    s.write_all(COMMAND).map_err(io)?;
+    s.write_all(command).map_err(io)?;
     let mut answer = Vec::new();
     let mut want: Option<usize> = None;
     let mut buf = [0u8; 16 << 10];
@@ -64,10 +88,9 @@ pub fn read(path: &Path, deadline: Duration) -> Result<Counters, SourceError> {
         }
     }
     let n = want.unwrap_or(0);
-    parse(&answer[4..4 + n]).map_err(|why| SourceError::Format {
-        path: path.to_owned(),
-        why,
-    })
+    answer.truncate(4 + n);
+    answer.drain(..4);
+    Ok(answer)
 }
 
 /// The counters in a `perf dump` answer (JSON).
@@ -95,6 +118,44 @@ pub fn parse(json: &[u8]) -> Result<Counters, String> {
             .and_then(serde_json::Value::as_f64)
             .map(Queue::Gauge),
     })
+}
+
+/// Each operation's counters in a `perf dump` answer of the `mds_server` logger: every
+/// `req_<op>_latency` (`avgcount` replies, `sum` seconds), by the MDS's name of the
+/// operation (`create`, `lookup`, `unlink`, …).
+pub fn parse_ops(json: &[u8]) -> Result<OpTimes, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| format!("perf dump is not JSON: {e}"))?;
+    let server = v
+        .get("mds_server")
+        .and_then(serde_json::Value::as_object)
+        .ok_or("perf dump has no \"mds_server\" section: is this an MDS's admin socket?")?;
+    let mut ops = OpTimes::new();
+    for (key, value) in server {
+        let Some(op) = key
+            .strip_prefix("req_")
+            .and_then(|k| k.strip_suffix("_latency"))
+        else {
+            continue;
+        };
+        let number = |what: &str| {
+            value
+                .get(what)
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| format!("perf dump: no number at mds_server.{key}.{what}"))
+        };
+        ops.insert(
+            op.to_owned(),
+            OpTime {
+                count: number("avgcount")?,
+                sum_s: number("sum")?,
+            },
+        );
+    }
+    if ops.is_empty() {
+        return Err("perf dump: no req_<op>_latency in mds_server".into());
+    }
+    Ok(ops)
 }
 
 #[cfg(test)]
@@ -132,6 +193,25 @@ mod tests {
         let e = parse(br#"{"mds": {"request": 1}}"#).unwrap_err();
         assert!(e.contains("reply_latency.avgcount"), "{e}");
         assert!(parse(b"not json").unwrap_err().contains("not JSON"));
+    }
+
+    #[test]
+    fn reads_each_operations_latency_of_the_mds_server() {
+        let ops = parse_ops(
+            br#"{"mds_server": {"handle_client_request": 9, "dispatch_client_request": 9,
+                "req_create_latency": {"avgcount": 4, "sum": 0.006, "avgtime": 0.0015},
+                "req_lookup_latency": {"avgcount": 5, "sum": 0.002, "avgtime": 0.0004}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(ops["create"].count, 4.0);
+        assert!((ops["lookup"].sum_s - 0.002).abs() < 1e-12);
+        let e = parse_ops(br#"{"mds": {}}"#).unwrap_err();
+        assert!(e.contains("no \"mds_server\" section"), "{e}");
+        let e = parse_ops(br#"{"mds_server": {"req_open_latency": {"avgcount": 1}}}"#).unwrap_err();
+        assert!(e.contains("req_open_latency.sum"), "{e}");
+        let e = parse_ops(br#"{"mds_server": {"handle_client_request": 1}}"#).unwrap_err();
+        assert!(e.contains("no req_<op>_latency"), "{e}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Counters, Queue, SourceError};
+use super::{Counters, OpTime, OpTimes, Queue, SourceError};
 
 /// One line of an lprocfs statistics file.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,9 +97,54 @@ pub fn counters(stats: &[Stat]) -> Counters {
     }
 }
 
-/// Reads the statistics file at `path` within `deadline` (the read runs in a thread of
-/// its own, so that a server stuck in its statistics cannot hold the caller).
+/// Reads the statistics file at `path` within `deadline`.
 pub fn read(path: &Path, deadline: Duration) -> Result<Counters, SourceError> {
+    Ok(counters(&read_stats(path, deadline)?))
+}
+
+/// Reads each operation's count and summed time from the MDT's `md_stats` at `path`,
+/// within `deadline`.
+pub fn read_ops(path: &Path, deadline: Duration) -> Result<OpTimes, SourceError> {
+    op_times(&read_stats(path, deadline)?).map_err(|why| SourceError::Format {
+        path: path.to_owned(),
+        why,
+    })
+}
+
+/// Each timed operation of an MDT's `md_stats` (`open 2000 samples [usecs] MIN MAX SUM
+/// SUMSQ`), by its name; refused for a service's `stats` (whose handlers' names are not
+/// clients' operations) and for `md_stats` that keep counts only (before Lustre 2.15).
+pub fn op_times(stats: &[Stat]) -> Result<OpTimes, String> {
+    if stats.iter().any(|s| s.name == "req_waittime") {
+        return Err(
+            "a service's stats file: operation costs are learned from an MDT's md_stats".into(),
+        );
+    }
+    let ops: OpTimes = stats
+        .iter()
+        .filter(|s| is_usec(&s.unit))
+        .filter_map(|s| {
+            Some((
+                s.name.clone(),
+                OpTime {
+                    count: s.samples as f64,
+                    sum_s: s.sum? as f64 / 1e6,
+                },
+            ))
+        })
+        .collect();
+    if ops.is_empty() {
+        return Err(
+            "md_stats without times ([reqs] only, before Lustre 2.15): no operation's latency to learn from"
+                .into(),
+        );
+    }
+    Ok(ops)
+}
+
+/// The lines of the statistics file at `path`, read within `deadline` (the read runs in
+/// a thread of its own, so that a server stuck in its statistics cannot hold the caller).
+fn read_stats(path: &Path, deadline: Duration) -> Result<Vec<Stat>, SourceError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let p = path.to_owned();
     std::thread::Builder::new()
@@ -133,7 +178,7 @@ pub fn read(path: &Path, deadline: Duration) -> Result<Counters, SourceError> {
             "no statistics in it (a stats or md_stats file?)".into(),
         ));
     }
-    Ok(counters(&stats))
+    Ok(stats)
 }
 
 /// One job's operations on an MDT, from `job_stats`.
@@ -296,6 +341,19 @@ job_stats:
         let c = counters(&parse_stats(MD_STATS_TIMED).unwrap());
         assert_eq!((c.requests, c.latency_count), (7000.0, 7000.0));
         assert!((c.latency_sum_s - 0.11).abs() < 1e-9);
+    }
+
+    #[test]
+    fn timed_md_stats_give_each_operations_latency() {
+        let ops = op_times(&parse_stats(MD_STATS_TIMED).unwrap()).unwrap();
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops["open"].count, 2000.0);
+        assert!((ops["open"].sum_s - 0.06).abs() < 1e-12);
+        assert!((ops["getattr"].sum_s - 0.03).abs() < 1e-12);
+        let e = op_times(&parse_stats(MD_STATS_COUNTS).unwrap()).unwrap_err();
+        assert!(e.contains("without times"), "{e}");
+        let e = op_times(&parse_stats(SERVICE).unwrap()).unwrap_err();
+        assert!(e.contains("service's stats"), "{e}");
     }
 
     #[test]

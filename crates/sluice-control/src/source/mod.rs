@@ -13,10 +13,16 @@
 //!   `mds.reply_latency`, `mds.q`).
 //! - [`lustre`]: a Lustre MDT's statistics (`mdt.*.md_stats`, the MDS service's `stats`
 //!   with `req_waittime` and `req_qdepth`, and `job_stats`), parsed from their text.
+//!
+//! A source may also tell what each operation costs the server (`costs_from =
+//! "ceph-mds:PATH"`): the same thread then reads each operation's latency counters
+//! ([`read_ops`]), and [`learn`] turns them into the pool's costs.
 
 pub mod ceph;
+pub mod learn;
 pub mod lustre;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -100,6 +106,37 @@ pub enum Queue {
         /// Their depths, summed.
         sum: f64,
     },
+}
+
+/// One operation's counters at a server: replies, and their latencies summed. Read from
+/// the server, each counted since it started; as a difference, over an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpTime {
+    /// Requests answered.
+    pub count: f64,
+    /// Their latencies, summed, in seconds.
+    pub sum_s: f64,
+}
+
+/// Each operation's [`OpTime`], by the server's own name of it (a Ceph MDS's `create`,
+/// `lookup`; a Lustre MDT's `open`, `getattr`).
+pub type OpTimes = BTreeMap<String, OpTime>;
+
+/// What each operation did between two reads: the operations answered in between, with
+/// the latency they took; an operation whose counters went back (the server restarted)
+/// is left out.
+pub fn op_deltas(before: &OpTimes, after: &OpTimes) -> OpTimes {
+    after
+        .iter()
+        .filter_map(|(op, a)| {
+            let b = before.get(op).copied().unwrap_or_default();
+            let d = OpTime {
+                count: a.count - b.count,
+                sum_s: a.sum_s - b.sum_s,
+            };
+            (d.count > 0.0 && d.sum_s >= 0.0).then(|| (op.clone(), d))
+        })
+        .collect()
 }
 
 /// A server's counters at one instant, each counted since it started.
@@ -198,11 +235,31 @@ pub fn read(spec: &SourceSpec, deadline: Duration) -> Result<Counters, SourceErr
     }
 }
 
-/// The last reading of a [`Poller`], and whether it has been taken.
+/// Reads a source's per-operation counters once, within `deadline`.
+pub fn read_ops(spec: &SourceSpec, deadline: Duration) -> Result<OpTimes, SourceError> {
+    match spec {
+        SourceSpec::CephMds(path) => ceph::read_ops(path, deadline),
+        SourceSpec::LustreMdt(path) => lustre::read_ops(path, deadline),
+    }
+}
+
+/// What a [`Poller`] reads of its source: the server's load (for a pool's capacity), its
+/// operations' latencies (for a pool's costs), or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wants {
+    /// Requests, reply latency and queue ([`read`]).
+    pub capacity: bool,
+    /// Each operation's latency ([`read_ops`]).
+    pub costs: bool,
+}
+
+/// The last reading of a [`Poller`], whether it has been taken, and the operations
+/// answered since the controller last took them.
 #[derive(Default)]
 struct Latest {
     reading: Option<ServerReading>,
     taken: bool,
+    ops: OpTimes,
 }
 
 /// A thread reading one source every `interval`; the pool's controller takes each new
@@ -212,25 +269,49 @@ pub struct Poller {
     latest: Arc<Mutex<Latest>>,
     stop: Arc<AtomicBool>,
     spec: SourceSpec,
+    wants: Wants,
 }
 
 impl Poller {
-    /// Starts reading `spec` for pool `pool` every `interval`, each read within the
-    /// smaller of `interval` and 2 s.
-    pub fn start(pool: &str, spec: SourceSpec, interval: Duration) -> std::io::Result<Poller> {
+    /// Starts reading what `wants` says of `spec` for pool `pool` every `interval`, each
+    /// read within the smaller of `interval` and 2 s.
+    pub fn start(
+        pool: &str,
+        spec: SourceSpec,
+        wants: Wants,
+        interval: Duration,
+    ) -> std::io::Result<Poller> {
         let latest = Arc::new(Mutex::new(Latest::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let deadline = interval.min(Duration::from_secs(2));
         let (l, s, sp, name) = (latest.clone(), stop.clone(), spec.clone(), pool.to_owned());
         std::thread::Builder::new()
             .name(format!("source-{pool}"))
-            .spawn(move || poll(&name, &sp, interval, deadline, &l, &s))?;
-        Ok(Poller { latest, stop, spec })
+            .spawn(move || poll(&name, &sp, wants, interval, deadline, &l, &s))?;
+        Ok(Poller {
+            latest,
+            stop,
+            spec,
+            wants,
+        })
     }
 
     /// What it reads.
     pub fn spec(&self) -> &SourceSpec {
         &self.spec
+    }
+
+    /// What it reads of it.
+    pub fn wants(&self) -> Wants {
+        self.wants
+    }
+
+    /// The operations the server answered since the last call (each with their summed
+    /// latency), none if nothing new was read. Readings the controller did not take in
+    /// time add up here rather than replace each other: every sample counts.
+    pub fn take_ops(&self) -> OpTimes {
+        let mut l = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut l.ops)
     }
 
     /// The reading made since the last call, if any.
@@ -253,46 +334,80 @@ impl Drop for Poller {
 fn poll(
     pool: &str,
     spec: &SourceSpec,
+    wants: Wants,
     interval: Duration,
     deadline: Duration,
     latest: &Mutex<Latest>,
     stop: &AtomicBool,
 ) {
     let mut before: Option<(Instant, Counters)> = None;
+    let mut ops_before: Option<OpTimes> = None;
     let mut failing = false;
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
-        match read(spec, deadline) {
-            Ok(now) => {
-                if failing {
-                    tracing::info!(pool, source = %spec, "capacity source answers again");
-                    failing = false;
+        let mut failed = None;
+        if wants.capacity {
+            match read(spec, deadline) {
+                Ok(now) => {
+                    if let Some((at, b)) = before
+                        && let Some(r) = ServerReading::between(
+                            &b,
+                            &now,
+                            started.duration_since(at).as_secs_f64(),
+                        )
+                    {
+                        let mut l = latest.lock().unwrap_or_else(|e| e.into_inner());
+                        l.reading = Some(r);
+                        l.taken = false;
+                    }
+                    before = Some((started, now));
                 }
-                if let Some((at, b)) = before
-                    && let Some(r) =
-                        ServerReading::between(&b, &now, started.duration_since(at).as_secs_f64())
-                {
-                    let mut l = latest.lock().unwrap_or_else(|e| e.into_inner());
-                    *l = Latest {
-                        reading: Some(r),
-                        taken: false,
-                    };
+                Err(e) => {
+                    failed = Some(e);
+                    // The next good read starts a new difference: one across the gap
+                    // would mix two intervals.
+                    before = None;
                 }
-                before = Some((started, now));
             }
-            Err(e) => {
-                if !failing {
-                    tracing::warn!(
-                        pool,
-                        source = %spec,
-                        "capacity source failed, the pool keeps its capacity until it answers: {e}"
-                    );
-                    failing = true;
+        }
+        if wants.costs {
+            match read_ops(spec, deadline) {
+                Ok(now) => {
+                    if let Some(b) = &ops_before {
+                        let mut l = latest.lock().unwrap_or_else(|e| e.into_inner());
+                        for (op, d) in op_deltas(b, &now) {
+                            let sum = l.ops.entry(op).or_default();
+                            sum.count += d.count;
+                            sum.sum_s += d.sum_s;
+                        }
+                    }
+                    ops_before = Some(now);
                 }
-                // The next good read starts a new difference: one across the gap would
-                // mix two intervals.
-                before = None;
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    ops_before = None;
+                }
             }
+        }
+        match failed {
+            None if failing => {
+                tracing::info!(pool, source = %spec, "source answers again");
+                failing = false;
+            }
+            Some(e) if !failing => {
+                let what = match (wants.capacity, wants.costs) {
+                    (true, true) => "capacity and costs",
+                    (true, false) => "capacity",
+                    _ => "costs",
+                };
+                tracing::warn!(
+                    pool,
+                    source = %spec,
+                    "{what} source failed, the pool keeps its {what} until it answers: {e}"
+                );
+                failing = true;
+            }
+            _ => {}
         }
         std::thread::sleep(interval.saturating_sub(started.elapsed()));
     }
@@ -341,6 +456,32 @@ mod tests {
                 sum: queue_sum,
             }),
         }
+    }
+
+    #[test]
+    fn an_operations_deltas_leave_out_the_idle_and_the_restarted() {
+        let times = |list: &[(&str, f64, f64)]| -> OpTimes {
+            list.iter()
+                .map(|&(op, count, sum_s)| (op.to_owned(), OpTime { count, sum_s }))
+                .collect()
+        };
+        let a = times(&[
+            ("create", 100.0, 0.15),
+            ("lookup", 50.0, 0.01),
+            ("mkdir", 3.0, 0.01),
+        ]);
+        let b = times(&[
+            ("create", 300.0, 0.45),
+            ("lookup", 50.0, 0.01),
+            ("mkdir", 1.0, 0.002),
+            ("unlink", 10.0, 0.012),
+        ]);
+        let d = op_deltas(&a, &b);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d["create"].count, 200.0);
+        assert!((d["create"].sum_s - 0.3).abs() < 1e-12);
+        // New since the first read: counted from zero.
+        assert_eq!(d["unlink"].count, 10.0);
     }
 
     #[test]

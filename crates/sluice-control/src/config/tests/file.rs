@@ -234,7 +234,7 @@ fn toml_errors_are_one_line_with_line_and_column() {
     assert_eq!(
         error("interval = \"1s\"\n[[pool]]\nname = \"x\"\ncapacty = \"1k/s\"\n"),
         "config:4:1: unknown field `capacty`, expected one of `name`, `match`, `capacity`, \
-         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`, `costs`"
+         `algorithm`, `params`, `min_share`, `estimator`, `auto`, `tree`, `costs`, `costs_from`"
     );
     assert!(error("[[pool]]\nname = \"x\"\n").starts_with("config:1:1: missing field `capacity`"));
     assert!(error("intervall = \"1s\"\n").starts_with("config:1:1: unknown field `intervall`"));
@@ -570,4 +570,71 @@ fn a_pools_costs_are_read_written_and_checked() {
     assert!(error(&pool("4k/s", "{ stat = 2 }")).contains("'stat' is neither an operation"));
     assert!(error(&pool("4k/s", "{ mknod = 2.5 }")).contains("a whole number of units"));
     assert!(error(&pool("4k/s", "{ mknod = 0 }")).contains("from 1 to 1000"));
+}
+
+/// A pool whose costs are learned from its server (`costs_from`): read, written back,
+/// beside fixed costs, and refused for a pool of bytes, a pool without metadata
+/// operations, or a source that is not one.
+#[test]
+fn a_pools_learned_costs_source_is_read_written_and_checked() {
+    let pool = |filter: &str, capacity: &str, rest: &str| {
+        format!(
+            "[[pool]]\nname = \"md\"\nmatch = \"{filter}\"\ncapacity = \"{capacity}\"\n\
+             algorithm = \"psfa\"\n{rest}\n"
+        )
+    };
+    let text = pool(
+        "class=metadata,directory",
+        "4k/s",
+        "costs = { open = 3 }\ncosts_from = \"ceph-mds:/run/ceph/ceph-mds.a.asok\"",
+    );
+    let config = ControlConfig::parse(&text).unwrap();
+    assert_eq!(
+        config.pools[0].costs_from,
+        Some(crate::source::SourceSpec::CephMds(
+            "/run/ceph/ceph-mds.a.asok".into()
+        ))
+    );
+    assert_eq!(
+        config.pools[0].costs.as_ref().unwrap().to_string(),
+        "open=3"
+    );
+    let written = config.to_toml();
+    assert!(
+        written.contains("costs_from = \"ceph-mds:/run/ceph/ceph-mds.a.asok\""),
+        "{written}"
+    );
+    assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    assert_eq!(
+        error(&pool(
+            "class=data",
+            "1GiB/s",
+            "costs_from = \"ceph-mds:/x.asok\""
+        )),
+        "config:6: pool[1] \"md\": costs_from: a pool of bytes charges what each call moves; \
+         learned costs weigh the calls of a pool of calls"
+    );
+    assert_eq!(
+        error(&pool(
+            "class=data",
+            "1k/s",
+            "costs_from = \"ceph-mds:/x.asok\""
+        )),
+        "config:6: pool[1] \"md\": costs_from: the pool holds no metadata operation \
+         (match = \"class=data\"): a server's latencies would weigh none of its calls"
+    );
+    assert_eq!(
+        error(&pool("class=metadata", "1k/s", "costs_from = \"learned\"")),
+        "config:6: pool[1] \"md\": costs_from: \"learned\": expected ceph-mds:ADMIN_SOCKET \
+         or lustre-mdt:STATS_FILE, with an absolute path"
+    );
+    // A source in costs is a slip for costs_from.
+    assert!(
+        error(&pool(
+            "class=metadata",
+            "1k/s",
+            "costs = \"ceph-mds:/x.asok\""
+        ))
+        .contains("costs_from"),
+    );
 }
