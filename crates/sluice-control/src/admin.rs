@@ -286,7 +286,7 @@ impl Change {
             Change::PoolSet(r) => {
                 let estimator = Some(r.estimator.as_str()).filter(|e| !e.is_empty());
                 let tree = Some(r.tree.as_str()).filter(|t| !t.is_empty());
-                c.pool_set_tree(
+                c.pool_set(
                     &r.name,
                     &r.filter,
                     &r.capacity,
