@@ -2,7 +2,7 @@
 //! with errors that say where: `site.toml:12:7: invalid type: …`, on one line.
 //!
 //! ```
-//! #[derive(serde::Deserialize)]
+//! #[derive(Debug, serde::Deserialize)]
 //! struct Doc {
 //!     rate: String,
 //! }
