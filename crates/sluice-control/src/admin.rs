@@ -14,6 +14,7 @@ use sluice_policy::ParamValue;
 use tonic::{Request, Response, Status};
 
 use crate::audit::{Event, Outcome, Who};
+use crate::cluster::with_job_names;
 use crate::config::ControlConfig;
 use crate::coordinator::{ChangeError, Coordinator};
 use crate::identity::may_administer;
@@ -286,7 +287,7 @@ impl Change {
             Change::PoolSet(r) => {
                 let estimator = Some(r.estimator.as_str()).filter(|e| !e.is_empty());
                 let tree = Some(r.tree.as_str()).filter(|t| !t.is_empty());
-                c.pool_set_tree(
+                c.pool_set(
                     &r.name,
                     &r.filter,
                     &r.capacity,
@@ -336,25 +337,17 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
     let jobs = coordinator
         .jobs()
         .into_iter()
-        .map(|j| JobInfo {
-            job: j.job,
-            user: j.user,
-            account: j.account,
-            qos: j.qos,
-            partition: j.partition,
-            nodes: j.nodes,
-            launchers: j.launchers,
-            pools: j
-                .pools
-                .into_iter()
-                .map(|(name, s)| (name, s.into()))
-                .collect(),
-            segments: j
+        .map(|j| {
+            let pools = j.pools.into_iter().map(|(name, s)| (name, s.into()));
+            let segments = j
                 .segments
                 .into_iter()
-                .map(|(node, n)| SegmentNote { node, ..n.into() })
-                .collect(),
-            outside: j.outside,
+                .map(|(node, n)| SegmentNote { node, ..n.into() });
+            with_job_names!(JobInfo {
+                pools: pools.collect(),
+                segments: segments.collect(),
+                outside: j.outside,
+            } from j)
         })
         .collect();
     JobsReply { jobs }

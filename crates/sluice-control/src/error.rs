@@ -9,7 +9,6 @@
 use std::error::Error;
 
 use sluice_core::error::{Blame, Fault};
-use sluice_core::{blame_all, blame_of};
 
 use crate::cluster::ClusterError;
 use crate::config::{AdminError, ConfigError, DurationError};
@@ -21,21 +20,21 @@ use crate::slurm_shares::SlurmSharesError;
 use crate::source::SourceError;
 use crate::supervise::SuperviseError;
 
-/// Whose fault `cause` is, for the error types of this crate and those below it
-/// (sluice-core's, sluice-policy's); `None` for any other type.
-pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
-    blame_of!(cause;
-        ConfigError,
-        DurationError,
-        AdminError,
+sluice_core::faults! {
+    /// Whose fault `cause` is, for the error types of this crate and those below it
+    /// (sluice-core's, sluice-policy's); `None` for any other type.
+    pub fn fault;
+    // What an administrator writes: a configuration file (one that cannot be read is the
+    // one they named), an interval, an admin change, a pool's settings, a source's text,
+    // the rules and places of `sluice run`.
+    Input: ConfigError, DurationError, AdminError, ClusterError, LaunchError;
+    // Processes, Slurm's database, a job's segment, a peer that broke the protocol.
+    System: ProgramError, SlurmSharesError, SuperviseError, Refused;
+    // Whose fault these are depends on the error: each says it (below, or beside the
+    // type).
+    own:
         ChangeError,
-        ClusterError,
-        LaunchError,
-        ProgramError,
-        SlurmSharesError,
         SourceError,
-        SuperviseError,
-        Refused,
         crate::transport::EndpointError,
         crate::transport::TransportError,
         crate::transport::SecretError,
@@ -47,10 +46,8 @@ pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
         crate::segment_file::SegmentFileError,
         crate::local::LocalError,
         crate::daemon::DaemonError,
-        crate::admin_client::AskError,
-    )
-    .or_else(|| sluice_core::error::fault(cause))
-    .or_else(|| policy_fault(cause))
+        crate::admin_client::AskError;
+    below: sluice_core::error::fault, policy_fault;
 }
 
 /// sluice-policy's errors: an algorithm's parameters or a share tree as written.
@@ -60,13 +57,6 @@ fn policy_fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
         || cause.is::<sluice_policy::tree::TreeError>();
     input.then_some(Fault::Input)
 }
-
-// What an administrator writes: a configuration file (one that cannot be read is the one
-// they named), an interval, an admin change, a pool's settings, a source's text, the
-// rules and places of `sluice run`.
-blame_all!(Input: ConfigError, DurationError, AdminError, ClusterError, LaunchError);
-// Processes, Slurm's database, a job's segment, a peer that broke the protocol.
-blame_all!(System: ProgramError, SlurmSharesError, SuperviseError, Refused);
 
 impl Blame for ChangeError {
     fn fault(&self) -> Fault {

@@ -51,21 +51,6 @@ macro_rules! blame_of {
     }};
 }
 
-/// Whose fault `cause` is, for the error types of this crate; `None` for any other type.
-pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
-    blame_of!(cause;
-        Usage,
-        crate::rule::ParseError,
-        crate::rule::RulesFileError,
-        crate::path::PlaceError,
-        crate::config::ConfigError,
-        crate::hostlist::HostlistError,
-        crate::op::UnknownName,
-        crate::cost::CostError,
-        crate::segment::SegmentError,
-    )
-}
-
 /// Implements [`Blame`] for error types that are wholly one fault:
 /// `blame_all!(Input: ParseError, PlaceError)`.
 #[macro_export]
@@ -79,20 +64,73 @@ macro_rules! blame_all {
     };
 }
 
-// What an administrator writes: rules, places, stage configuration, node lists,
-// operation names. A rules file that cannot be read is the one the administrator named.
-blame_all!(Input:
-    Usage,
-    crate::rule::ParseError,
-    crate::rule::RulesFileError,
-    crate::path::PlaceError,
-    crate::config::ConfigError,
-    crate::hostlist::HostlistError,
-    crate::op::UnknownName,
-    crate::cost::CostError,
-);
-// A segment that does not hold what the stage wrote: the system's.
-blame_all!(System: crate::segment::SegmentError);
+/// A crate's error types listed once, by whose fault they are: writes the [`Blame`]
+/// impls of the types that are wholly one fault and the crate's lookup function, which
+/// asks this crate's types and then the lookup functions of the crates below. One list,
+/// so a type cannot be blamed and yet be missing from the lookup.
+///
+/// ```
+/// # #[derive(Debug, thiserror::Error)]
+/// # #[error("bad")]
+/// # struct Bad;
+/// # #[derive(Debug, thiserror::Error)]
+/// # #[error("broken")]
+/// # struct Broken;
+/// use sluice_core::error::Fault;
+/// sluice_core::faults! {
+///     /// Whose fault `cause` is.
+///     pub fn fault;
+///     Input: Bad;
+///     System: Broken;
+///     // Types that implement `Blame` by hand (own:), and the crates asked next (below:).
+///     below: sluice_core::error::fault;
+/// }
+/// assert_eq!(fault(&Bad), Some(Fault::Input));
+/// assert_eq!(fault(&Broken), Some(Fault::System));
+/// assert_eq!(fault(&sluice_core::error::Usage("x".into())), Some(Fault::Input));
+/// ```
+#[macro_export]
+macro_rules! faults {
+    (
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident;
+        $(Input: $($input:ty),+ $(,)?;)?
+        $(System: $($system:ty),+ $(,)?;)?
+        $(own: $($own:ty),+ $(,)?;)?
+        $(below: $($below:path),+ $(,)?;)?
+    ) => {
+        $($crate::blame_all!(Input: $($input),+);)?
+        $($crate::blame_all!(System: $($system),+);)?
+        $(#[$attr])*
+        $vis fn $name(
+            cause: &(dyn ::std::error::Error + 'static),
+        ) -> ::std::option::Option<$crate::error::Fault> {
+            $crate::blame_of!(cause; $($($input,)+)? $($($system,)+)? $($($own,)+)?)
+                $($(.or_else(|| $below(cause)))+)?
+        }
+    };
+}
+
+faults! {
+    /// Whose fault `cause` is, for the error types of this crate; `None` for any other
+    /// type.
+    pub fn fault;
+    // What an administrator writes: rules, places, stage configuration, node lists,
+    // operation names. A rules file that cannot be read is the one the administrator
+    // named.
+    Input:
+        Usage,
+        crate::rule::ParseError,
+        crate::rule::RulesFileError,
+        crate::path::PlaceError,
+        crate::config::ConfigError,
+        crate::hostlist::HostlistError,
+        crate::op::UnknownName,
+        crate::cost::CostError,
+        crate::toml_text::TomlError;
+    // A segment that does not hold what the stage wrote: the system's.
+    System: crate::segment::SegmentError;
+}
 
 /// An error and its causes on one line, outermost first, as an administrator reads it in
 /// a log or on a terminal: `cannot connect to unix:/run/sluice/local.sock: No such file or

@@ -16,6 +16,7 @@
 //! - [`config`]: the stage configuration as it travels in a segment;
 //! - [`stats`]: counters summed into the report `sluice run --stats` writes;
 //! - [`hostlist`]: node lists written and read the Slurm way (`node[001-512]`);
+//! - [`toml_text`]: TOML texts an administrator wrote, with errors that say where;
 //! - [`error`]: whose fault an error is (the administrator's input or the system's).
 //!
 //! Everything that crosses a room boundary (stage, policy, control, workload) lives here,
@@ -44,3 +45,4 @@ pub mod path;
 pub mod rule;
 pub mod segment;
 pub mod stats;
+pub mod toml_text;

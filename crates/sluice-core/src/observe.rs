@@ -13,6 +13,8 @@
 //! not count as demand for the pool. Threads beyond the segment's own shards share one,
 //! which the estimate treats as one thread.
 
+use serde::{Deserialize, Serialize};
+
 use crate::segment::{ChannelTotal, Latency, MAX_RULES, Segment};
 
 /// The most a thread's admitted units are multiplied by: a thread that waited all of the
@@ -58,7 +60,7 @@ pub struct Snapshot {
 }
 
 /// One channel over one interval, per second.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelRates {
     /// Units that reached the gate, admitted or not yet: calls, or for a bytes channel
     /// the bytes of those calls, counted at the mean size of the calls it admitted (a
@@ -73,7 +75,9 @@ pub struct ChannelRates {
     /// Estimated units the job would have issued without this channel's limit.
     pub demand: f64,
     /// Calls admitted, for a pool that weighs its operations (whose units are cost
-    /// units); 0 for any other channel, whose `admitted` says it.
+    /// units); 0 for any other channel, whose `admitted` says it (and in a record
+    /// written before pools weighed operations).
+    #[serde(default)]
     pub calls: f64,
 }
 

@@ -135,11 +135,6 @@ pub struct Load {
     pub estimator: Estimator,
 }
 
-/// Reads its load in `field`, fed `estimator` by default.
-const fn load(field: JobField, estimator: Estimator) -> Option<Load> {
-    Some(Load { field, estimator })
-}
-
 /// Builds an algorithm for pools whose amounts are `A`, from checked parameters.
 type Build<A> = fn(&Params) -> Result<Box<dyn Allocator<A>>, PolicyError>;
 
@@ -228,233 +223,221 @@ fn boxed(allocator: impl Allocator<f64> + 'static) -> Result<Box<dyn Allocator<f
 const UNIFORM_CHOICES: &str = "rate (ops/s or bytes/s per job) or jobs (the capacity / jobs)";
 const PRIORITY_CHOICES: &str = "rate (ops/s or bytes/s per unit of weight) or total_weight (the capacity × weight / total_weight)";
 
+const UNIFORM_PARAMS: [ParamSpec; 2] = rate_or(
+    "jobs",
+    "none: give rate or jobs",
+    "the fixed rate of every job",
+    "the jobs the pool is set up for: each gets capacity / jobs",
+);
+const PRIORITY_PARAMS: [ParamSpec; 2] = rate_or(
+    "total_weight",
+    "none: give rate or total_weight",
+    "the fixed rate per unit of weight",
+    "the weights of the jobs the pool is set up for, summed: a job gets capacity × weight / total_weight",
+);
+
+/// The parameters of a fixed-rate algorithm: `rate`, or the capacity in `parts`, one
+/// of the two required (both have the same `default`: there is none).
+const fn rate_or(
+    parts: &'static str,
+    default: &'static str,
+    rate_help: &'static str,
+    parts_help: &'static str,
+) -> [ParamSpec; 2] {
+    [
+        ParamSpec {
+            name: "rate",
+            default,
+            help: rate_help,
+        },
+        ParamSpec {
+            name: parts,
+            default,
+            help: parts_help,
+        },
+    ]
+}
+
+// How the table is written: each entry says only what differs from `Spec::new`.
+impl Spec {
+    /// An algorithm that reads nothing but its jobs' weights, takes no parameter, shares
+    /// the capacity (no fixed rate, no guarantee) and divides one resource.
+    const fn new(name: &'static str, summary: &'static str, build: Build<f64>) -> Spec {
+        Spec {
+            name,
+            summary,
+            requires: &[],
+            limit_is_guarantee: false,
+            fixed_rate: false,
+            load: None,
+            params: &[],
+            sample: &[],
+            build,
+            build_ops_bytes: None,
+        }
+    }
+
+    const fn reads(self, requires: &'static [JobField]) -> Spec {
+        Spec { requires, ..self }
+    }
+
+    const fn load(self, field: JobField, estimator: Estimator) -> Spec {
+        let load = Some(Load { field, estimator });
+        Spec { load, ..self }
+    }
+
+    /// Reads a job's arrivals, fed its wait-inflated arrivals: sluice's default for the
+    /// algorithms that read a load.
+    const fn on_arrivals(self) -> Spec {
+        self.reads(&[JobField::Arrivals])
+            .load(JobField::Arrivals, Estimator::WaitInflated)
+    }
+
+    const fn takes(self, params: &'static [ParamSpec]) -> Spec {
+        Spec { params, ..self }
+    }
+
+    const fn sample(self, sample: &'static [(&'static str, f64)]) -> Spec {
+        Spec { sample, ..self }
+    }
+
+    const fn fixed_rate(self) -> Spec {
+        Spec {
+            fixed_rate: true,
+            ..self
+        }
+    }
+
+    const fn limit_is_guarantee(self) -> Spec {
+        Spec {
+            limit_is_guarantee: true,
+            ..self
+        }
+    }
+
+    const fn ops_bytes(self, build: Build<OpsBytes>) -> Spec {
+        Spec {
+            build_ops_bytes: Some(build),
+            ..self
+        }
+    }
+}
+
 /// Every algorithm, in the order the docs present them: each published one, then
 /// sluice's variants of it.
 pub static ALGORITHMS: [Spec; 15] = [
-    Spec {
-        name: "static",
-        summary: "each job gets its limit",
-        requires: &[JobField::Limit],
-        limit_is_guarantee: false,
-        fixed_rate: true,
-        load: None,
-        params: &[],
-        sample: &[],
-        build: |_| boxed(StaticLimits),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "uniform",
-        summary: "PADLL's uniform: every job held to one fixed rate, never more when others are idle or gone",
-        requires: &[],
-        limit_is_guarantee: false,
-        fixed_rate: true,
-        load: None,
-        params: &[
-            ParamSpec {
-                name: "rate",
-                default: "none: give rate or jobs",
-                help: "the fixed rate of every job",
-            },
-            ParamSpec {
-                name: "jobs",
-                default: "none: give rate or jobs",
-                help: "the jobs the pool is set up for: each gets capacity / jobs",
-            },
-        ],
-        sample: &[("jobs", 4.0)],
-        build: |p| {
+    Spec::new("static", "each job gets its limit", |_| boxed(StaticLimits))
+        .reads(&[JobField::Limit])
+        .fixed_rate(),
+    Spec::new(
+        "uniform",
+        "PADLL's uniform: every job held to one fixed rate, never more when others are idle or gone",
+        |p| {
             let rate = fixed_rate(p, "uniform", ("jobs", true), UNIFORM_CHOICES)?;
             boxed(Uniform::new(rate))
         },
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "uniform-share",
-        summary: "sluice's uniform: capacity / active jobs, so a job alone gets the whole pool",
-        requires: &[],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: None,
-        params: &[],
-        sample: &[],
-        build: |_| boxed(UniformShare),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "priority",
-        summary: "PADLL's priority: a fixed rate per job by weight, never more when others are idle or gone",
-        requires: &[],
-        limit_is_guarantee: false,
-        fixed_rate: true,
-        load: None,
-        params: &[
-            ParamSpec {
-                name: "rate",
-                default: "none: give rate or total_weight",
-                help: "the fixed rate per unit of weight",
-            },
-            ParamSpec {
-                name: "total_weight",
-                default: "none: give rate or total_weight",
-                help: "the weights of the jobs the pool is set up for, summed: a job gets capacity × weight / total_weight",
-            },
-        ],
-        sample: &[("total_weight", 10.0)],
-        build: |p| {
+    )
+    .fixed_rate()
+    .takes(&UNIFORM_PARAMS)
+    .sample(&[("jobs", 4.0)]),
+    Spec::new(
+        "uniform-share",
+        "sluice's uniform: capacity / active jobs, so a job alone gets the whole pool",
+        |_| boxed(UniformShare),
+    ),
+    Spec::new(
+        "priority",
+        "PADLL's priority: a fixed rate per job by weight, never more when others are idle or gone",
+        |p| {
             let rate = fixed_rate(p, "priority", ("total_weight", false), PRIORITY_CHOICES)?;
             boxed(Priority::new(rate))
         },
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "priority-share",
-        summary: "sluice's priority: the capacity by weight among the active jobs, no lending",
-        requires: &[],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: None,
-        params: &[],
-        sample: &[],
-        build: |_| boxed(PriorityShare),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "psharing",
-        summary: "max-min fair share with limits as reservations, leftover by limit",
-        requires: &[JobField::Limit],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: None,
-        params: &[],
-        sample: &[],
-        build: |_| boxed(ProportionalSharing),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "psfa",
-        summary: "PADLL's Algorithm 1: proportional sharing without false allocation, on usage",
-        requires: &[JobField::Limit, JobField::Usage],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Usage, Estimator::Usage),
-        params: &[EPSILON],
-        sample: &[],
-        build: |p| {
-            boxed(Psfa::new(
-                p.number(EPSILON.name)?.unwrap_or(Psfa::DEFAULT_EPSILON),
-            )?)
-        },
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "psfa-held",
-        summary: "sluice's PSFA: a job asking for its limit keeps it, leftover first to held jobs by rounds held",
-        requires: &[JobField::Limit, JobField::Usage, JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[EPSILON],
-        sample: &[],
-        build: |p| {
-            boxed(PsfaHeld::new(
-                p.number(EPSILON.name)?.unwrap_or(Psfa::DEFAULT_EPSILON),
-            )?)
-        },
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "adaptbf",
-        summary: "AdapTBF as published: node shares, surplus to all, lenders paid back",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::Arrivals),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(AdapTbf::new()),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "adaptbf-bounded",
-        summary: "sluice's AdapTBF: a debtor pays back no more than it owes after redistribution",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(AdapTbf::new().bounded()),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "adaptbf-need",
-        summary: "sluice's AdapTBF lending only what borrowers need, paying back what lenders lack",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(AdapTbfNeed::new()),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "set10",
-        summary: "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(Set10::new()),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "set10-silence",
-        summary: "sluice's SET-10: until detected, a job's longest silence bounds its period and can place it",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(Set10::new().with_silence_bound()),
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "reservations",
-        summary: "SDQoS-style guaranteed reservations, unused capacity handed on",
-        requires: &[JobField::Limit, JobField::Arrivals],
-        limit_is_guarantee: true,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[ParamSpec {
-            name: "work_conserving",
-            default: "true",
-            help: "lend unused reservations to jobs that want more",
-        }],
-        sample: &[],
-        build: |p| {
+    )
+    .fixed_rate()
+    .takes(&PRIORITY_PARAMS)
+    .sample(&[("total_weight", 10.0)]),
+    Spec::new(
+        "priority-share",
+        "sluice's priority: the capacity by weight among the active jobs, no lending",
+        |_| boxed(PriorityShare),
+    ),
+    Spec::new(
+        "psharing",
+        "max-min fair share with limits as reservations, leftover by limit",
+        |_| boxed(ProportionalSharing),
+    )
+    .reads(&[JobField::Limit]),
+    Spec::new(
+        "psfa",
+        "PADLL's Algorithm 1: proportional sharing without false allocation, on usage",
+        |p| boxed(Psfa::new(epsilon(p)?)?),
+    )
+    .reads(&[JobField::Limit, JobField::Usage])
+    .load(JobField::Usage, Estimator::Usage)
+    .takes(&[EPSILON]),
+    Spec::new(
+        "psfa-held",
+        "sluice's PSFA: a job asking for its limit keeps it, leftover first to held jobs by rounds held",
+        |p| boxed(PsfaHeld::new(epsilon(p)?)?),
+    )
+    .reads(&[JobField::Limit, JobField::Usage, JobField::Arrivals])
+    .load(JobField::Arrivals, Estimator::WaitInflated)
+    .takes(&[EPSILON]),
+    Spec::new(
+        "adaptbf",
+        "AdapTBF as published: node shares, surplus to all, lenders paid back",
+        |_| boxed(AdapTbf::new()),
+    )
+    .reads(&[JobField::Arrivals])
+    .load(JobField::Arrivals, Estimator::Arrivals),
+    Spec::new(
+        "adaptbf-bounded",
+        "sluice's AdapTBF: a debtor pays back no more than it owes after redistribution",
+        |_| boxed(AdapTbf::new().bounded()),
+    )
+    .on_arrivals(),
+    Spec::new(
+        "adaptbf-need",
+        "sluice's AdapTBF lending only what borrowers need, paying back what lenders lack",
+        |_| boxed(AdapTbfNeed::new()),
+    )
+    .on_arrivals(),
+    Spec::new(
+        "set10",
+        "IO-SETS SET-10: sets by I/O period, exclusive inside a set",
+        |_| boxed(Set10::new()),
+    )
+    .on_arrivals(),
+    Spec::new(
+        "set10-silence",
+        "sluice's SET-10: until detected, a job's longest silence bounds its period and can place it",
+        |_| boxed(Set10::new().with_silence_bound()),
+    )
+    .on_arrivals(),
+    Spec::new(
+        "reservations",
+        "SDQoS-style guaranteed reservations, unused capacity handed on",
+        |p| {
             boxed(Reservations::new(
                 p.flag("work_conserving")?.unwrap_or(true),
             ))
         },
-        build_ops_bytes: None,
-    },
-    Spec {
-        name: "drf",
-        summary: "dominant resource fairness over ops/s and bytes/s together; on one resource, max-min by weight up to demand",
-        requires: &[JobField::Arrivals],
-        limit_is_guarantee: false,
-        fixed_rate: false,
-        load: load(JobField::Arrivals, Estimator::WaitInflated),
-        params: &[],
-        sample: &[],
-        build: |_| boxed(Drf),
-        build_ops_bytes: Some(|_| Ok(Box::new(Drf))),
-    },
+    )
+    .reads(&[JobField::Limit, JobField::Arrivals])
+    .load(JobField::Arrivals, Estimator::WaitInflated)
+    .limit_is_guarantee()
+    .takes(&[ParamSpec {
+        name: "work_conserving",
+        default: "true",
+        help: "lend unused reservations to jobs that want more",
+    }]),
+    Spec::new(
+        "drf",
+        "dominant resource fairness over ops/s and bytes/s together; on one resource, max-min by weight up to demand",
+        |_| boxed(Drf),
+    )
+    .on_arrivals()
+    .ops_bytes(|_| Ok(Box::new(Drf))),
 ];
 
 /// The fixed rate of `uniform` or `priority`: `rate`, or the capacity in parts (`jobs`,
@@ -480,6 +463,11 @@ const EPSILON: ParamSpec = ParamSpec {
     default: "0.25",
     help: "share of the usage-to-limit gap granted for growth",
 };
+
+/// [`EPSILON`] as given, or its default.
+fn epsilon(p: &Params) -> Result<f64, PolicyError> {
+    Ok(p.number(EPSILON.name)?.unwrap_or(Psfa::DEFAULT_EPSILON))
+}
 
 /// The algorithm called `name`.
 pub fn find(name: &str) -> Result<&'static Spec, PolicyError> {

@@ -168,52 +168,32 @@ pub struct PoolPlan {
     pub tree: Option<TreeShape>,
 }
 
-/// What one job saw on one node for one pool over the last interval, per second.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ChannelObs {
-    /// Units that reached the gate, admitted or not yet (calls, or bytes for a bytes
-    /// channel, at the mean size of the calls it admitted).
-    pub arrivals: f64,
-    /// Units admitted.
-    pub admitted: f64,
-    /// Thread-seconds spent waiting.
-    pub wait: f64,
-    /// Threads waiting at the end of the interval.
-    pub waiting: u32,
-    /// Units the job would have issued without the limit, as the node estimates it.
-    pub demand: f64,
-    /// Calls admitted, for a pool that weighs its operations (its units are cost units);
-    /// 0 otherwise.
-    #[serde(default)]
-    pub calls: f64,
+/// What one job saw on one node for one pool over the last interval, per second: the
+/// rates the node read off the job's segment, as they travel up and are kept.
+pub use sluice_core::observe::ChannelRates as ChannelObs;
+
+/// `From<$from> for $to`, field by field by name, plus the `$extra` fields `$to` has;
+/// with `both`, `From` both ways. Our types and the protocol's messages carry the same
+/// figures under the same names; a field of `$to` that is not carried stays a compile
+/// error.
+macro_rules! same_fields {
+    ($from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
+        impl From<$from> for $to {
+            fn from(x: $from) -> Self {
+                Self { $($field: x.$field,)+ $($($extra: $value),+)? }
+            }
+        }
+    };
+    (both $a:ty, $b:ty: $($field:ident),+) => {
+        same_fields!($a => $b: $($field),+);
+        same_fields!($b => $a: $($field),+);
+    };
 }
 
-// The same figures travel in the protocol and come out of the segment's counters.
-impl From<crate::proto::ChannelObs> for ChannelObs {
-    fn from(c: crate::proto::ChannelObs) -> Self {
-        ChannelObs {
-            arrivals: c.arrivals,
-            admitted: c.admitted,
-            wait: c.wait,
-            waiting: c.waiting,
-            demand: c.demand,
-            calls: c.calls,
-        }
-    }
-}
-
-impl From<ChannelObs> for crate::proto::ChannelObs {
-    fn from(c: ChannelObs) -> Self {
-        crate::proto::ChannelObs {
-            arrivals: c.arrivals,
-            admitted: c.admitted,
-            wait: c.wait,
-            waiting: c.waiting,
-            demand: c.demand,
-            calls: c.calls,
-        }
-    }
-}
+same_fields!(both ChannelObs, crate::proto::ChannelObs:
+    arrivals, admitted, wait, waiting, demand, calls);
+same_fields!(ShareView => crate::proto::PoolShare:
+    allocation, rate, demand, limit, weight, wait, arrivals, calls);
 
 impl From<Latency> for crate::proto::LatencyHistogram {
     fn from(l: Latency) -> Self {
@@ -224,33 +204,25 @@ impl From<Latency> for crate::proto::LatencyHistogram {
     }
 }
 
-impl From<sluice_core::observe::ChannelRates> for ChannelObs {
-    fn from(r: sluice_core::observe::ChannelRates) -> Self {
-        ChannelObs {
-            arrivals: r.arrivals,
-            admitted: r.admitted,
-            wait: r.wait,
-            waiting: r.waiting,
-            demand: r.demand,
-            calls: r.calls,
+/// `$to { … }` with the fields that name a job (`job`, `user`, `account`, `qos`,
+/// `partition`, `nodes`, `launchers`) moved from `$from`, and the `$rest` given: a job's
+/// names travel under the same names in the protocol's messages and in the controllers'
+/// types; a field of `$to` that is not carried stays a compile error.
+macro_rules! with_job_names {
+    ($($to:ident)::+ { $($rest:tt)* } from $from:ident) => {
+        $($to)::+ {
+            job: $from.job,
+            user: $from.user,
+            account: $from.account,
+            qos: $from.qos,
+            partition: $from.partition,
+            nodes: $from.nodes,
+            launchers: $from.launchers,
+            $($rest)*
         }
-    }
+    };
 }
-
-impl From<ShareView> for crate::proto::PoolShare {
-    fn from(s: ShareView) -> Self {
-        crate::proto::PoolShare {
-            allocation: s.allocation,
-            rate: s.rate,
-            demand: s.demand,
-            limit: s.limit,
-            weight: s.weight,
-            wait: s.wait,
-            arrivals: s.arrivals,
-            calls: s.calls,
-        }
-    }
-}
+pub(crate) use with_job_names;
 
 /// One job's report from one node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -323,28 +295,11 @@ impl std::fmt::Display for SegmentNote {
     }
 }
 
-impl From<SegmentNote> for crate::proto::SegmentNote {
-    fn from(n: SegmentNote) -> Self {
-        crate::proto::SegmentNote {
-            layout: n.layout,
-            untouched: n.untouched,
-            refused: n.refused,
-            stage_layout: n.stage_layout,
-            node: String::new(),
-        }
-    }
-}
-
-impl From<&crate::proto::SegmentNote> for SegmentNote {
-    fn from(n: &crate::proto::SegmentNote) -> Self {
-        SegmentNote {
-            layout: n.layout,
-            untouched: n.untouched,
-            refused: n.refused,
-            stage_layout: n.stage_layout,
-        }
-    }
-}
+// The node a note is from is the key it is kept under.
+same_fields!(SegmentNote => crate::proto::SegmentNote:
+    layout, untouched, refused, stage_layout; node: String::new());
+same_fields!(&crate::proto::SegmentNote => SegmentNote:
+    layout, untouched, refused, stage_layout);
 
 /// The administrator's setting for a job, in one pool or in every pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -52,24 +52,11 @@ impl AdminError {
 impl ControlConfig {
     /// Creates pool `name`, or replaces it (keeping its `min_share`); `params` are
     /// `NAME=VALUE` with a number or `true`/`false`; `estimator` names the figure fed to
-    /// the algorithm as a job's load (`None`: the algorithm's default). Refused if a
-    /// job's limit would no longer match the pool's unit.
-    pub fn pool_set(
-        &mut self,
-        name: &str,
-        filter: &str,
-        capacity: &str,
-        algorithm: &str,
-        params: &[impl AsRef<str>],
-        estimator: Option<&str>,
-    ) -> Result<(), AdminError> {
-        self.pool_set_tree(name, filter, capacity, algorithm, params, estimator, None)
-    }
-
-    /// [`ControlConfig::pool_set`] with a tree (`account,user,job`): the pool is then
-    /// divided down it, and `algorithm` must be `drf` (empty: `drf`).
+    /// the algorithm as a job's load (`None`: the algorithm's default); with a `tree`
+    /// (`account,user,job`) the pool is divided down it, and `algorithm` must be `drf`
+    /// (empty: `drf`). Refused if a job's limit would no longer match the pool's unit.
     #[allow(clippy::too_many_arguments)]
-    pub fn pool_set_tree(
+    pub fn pool_set(
         &mut self,
         name: &str,
         filter: &str,

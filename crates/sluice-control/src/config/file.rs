@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 use sluice_core::rule::parse_rule;
+use sluice_core::toml_text::{self, line_and_column};
 use sluice_policy::ParamValue;
 use toml::Spanned;
 
@@ -94,24 +95,7 @@ struct RawJob {
 
 /// Reads and checks a configuration; `file` names it in errors.
 pub(super) fn parse(text: &str, file: &str) -> Result<ControlConfig, ConfigError> {
-    let raw: RawConfig = toml::from_str(text).map_err(|err| {
-        let (line, column) = err
-            .span()
-            .map_or((1, 1), |span| line_and_column(text, span.start));
-        ConfigError::Toml {
-            file: file.to_owned(),
-            line,
-            column,
-            // Some messages span lines; the caller's log wants one.
-            message: err
-                .message()
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .collect::<Vec<_>>()
-                .join(": "),
-        }
-    })?;
+    let raw: RawConfig = toml_text::parse(text, file)?;
     let invalid = |at: usize, item: &str, error: FieldError| ConfigError::Invalid {
         file: file.to_owned(),
         line: line_and_column(text, at).0,
@@ -449,16 +433,6 @@ impl RawJob {
             _ => None,
         }
     }
-}
-
-/// The 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
 }
 
 /// Fails unless the admin group and every admin user named exist on this host; the error

@@ -193,18 +193,9 @@ pub enum ConfigError {
         source: io::Error,
     },
     /// The text is not TOML, or not in the schema (an unknown key, a wrong type, a
-    /// missing field).
-    #[error("{file}:{line}:{column}: {message}")]
-    Toml {
-        /// The file, or `config` when parsed from text.
-        file: String,
-        /// 1-based line of the problem.
-        line: usize,
-        /// 1-based column of the problem.
-        column: usize,
-        /// What the TOML reader says.
-        message: String,
-    },
+    /// missing field); the file is `config` when parsed from text.
+    #[error(transparent)]
+    Toml(#[from] sluice_core::toml_text::TomlError),
     /// A value is not valid: `pool[1] "scratch-md": match: at column 7 (…): expected …`.
     #[error("{file}:{line}: {problem}")]
     Invalid {

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cluster::NodeJob;
+use crate::cluster::{NodeJob, with_job_names};
 use crate::link_auth::{Admission, refuse};
 use crate::proto::control_server::Control;
 use crate::proto::{self, GlobalMessage, LocalMessage, local_message};
@@ -78,17 +78,12 @@ impl Global {
         let jobs = report
             .jobs
             .into_iter()
-            .map(|j| NodeJob {
-                job: j.job,
-                user: j.user,
-                account: j.account,
-                qos: j.qos,
-                partition: j.partition,
-                nodes: j.nodes,
-                launchers: j.launchers,
-                pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
-                segment: j.segment.as_ref().map(Into::into),
-                outside: bounded_outside(j.outside),
+            .map(|j| {
+                with_job_names!(NodeJob {
+                    pools: j.pools.into_iter().map(|(k, c)| (k, c.into())).collect(),
+                    segment: j.segment.as_ref().map(Into::into),
+                    outside: bounded_outside(j.outside),
+                } from j)
             })
             .collect();
         let latency = report

@@ -452,8 +452,7 @@ impl LocalJob {
         let now = &self.last;
         let rates = now.rates_since(&prev, &self.watched);
         let mut seen = JobObs::default();
-        for (c, (channel, r)) in self.channels.iter().zip(rates).enumerate() {
-            let obs = ChannelObs::from(r);
+        for (c, (channel, obs)) in self.channels.iter().zip(rates).enumerate() {
             match channel {
                 Channel::Pool(name) => {
                     seen.pools.insert(name.clone(), obs);

@@ -39,7 +39,7 @@ pub(crate) use uplink::uplink;
 use sluice_core::segment::{LAYOUT_VERSION, Latency};
 
 use crate::audit::{Event, Outcome, Who};
-use crate::cluster::{ChannelObs, NodeJob};
+use crate::cluster::{ChannelObs, NodeJob, with_job_names};
 use crate::coordinator::Coordinator;
 use crate::proto;
 use crate::segment_file::file_safe;
@@ -564,18 +564,14 @@ pub fn report_message(cycle: u64, interval_s: f64, full: bool, o: Observed) -> p
         jobs: o
             .jobs
             .into_iter()
-            .map(|j| proto::JobReport {
-                rules: obs(rules.remove(&j.job).unwrap_or_default()),
-                job: j.job,
-                user: j.user,
-                account: j.account,
-                qos: j.qos,
-                partition: j.partition,
-                nodes: j.nodes,
-                launchers: j.launchers,
-                pools: obs(j.pools),
-                segment: j.segment.map(Into::into),
-                outside: j.outside,
+            .map(|j| {
+                let rules = obs(rules.remove(&j.job).unwrap_or_default());
+                with_job_names!(proto::JobReport {
+                    rules,
+                    pools: obs(j.pools),
+                    segment: j.segment.map(Into::into),
+                    outside: j.outside,
+                } from j)
             })
             .collect(),
         ended: o.ended,

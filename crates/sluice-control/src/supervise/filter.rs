@@ -286,62 +286,64 @@ fn errno() -> i32 {
 #[repr(C, align(8))]
 struct Cmsg([u8; 32]);
 
-/// Sends `fd` over the datagram socket `sock`. Async-signal-safe: sendmsg only.
-fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+/// Calls `f` with a message of one byte and room for one descriptor's control message
+/// (`msg_controllen` is the whole room). Async-signal-safe: nothing is allocated.
+fn with_fd_msg<R>(f: impl FnOnce(&mut libc::msghdr) -> R) -> R {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
         iov_len: 1,
     };
     let mut space = Cmsg([0; 32]);
-    // SAFETY: msghdr is plain data; every pointer set below outlives the call, and the
-    // control buffer holds CMSG_SPACE(sizeof(int)) bytes, aligned.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = space.0.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
-        if libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) < 0 {
-            return Err(std::io::Error::last_os_error());
+    // SAFETY: msghdr is plain data, for which all zeroes is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // The pointers outlive `f`, which is the only user of the message.
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.0.as_mut_ptr().cast();
+    msg.msg_controllen = space.0.len();
+    f(&mut msg)
+}
+
+/// Sends `fd` over the datagram socket `sock`. Async-signal-safe: sendmsg only.
+fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+    with_fd_msg(|msg| {
+        // SAFETY: the control buffer holds CMSG_SPACE(sizeof(int)) bytes, aligned, and
+        // the message's pointers outlive the call.
+        unsafe {
+            msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
+            let c = libc::CMSG_FIRSTHDR(msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+            if libc::sendmsg(sock, msg, libc::MSG_NOSIGNAL) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Receives one descriptor from `sock`; `None` when the peer closed without sending.
 fn recv_fd(sock: RawFd) -> std::io::Result<Option<OwnedFd>> {
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut space = Cmsg([0; 32]);
-    // SAFETY: as in send_fd; the kernel fills at most msg_controllen bytes.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = space.0.as_mut_ptr().cast();
-        msg.msg_controllen = space.0.len();
-        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT);
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) => Ok(None),
-                _ => Err(e),
-            };
+    with_fd_msg(|msg| {
+        // SAFETY: as in send_fd; the kernel fills at most msg_controllen bytes.
+        unsafe {
+            let n = libc::recvmsg(sock, msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT);
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                return match e.raw_os_error() {
+                    Some(libc::EAGAIN) => Ok(None),
+                    _ => Err(e),
+                };
+            }
+            let c = libc::CMSG_FIRSTHDR(msg);
+            if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+                return Ok(None);
+            }
+            let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>());
+            Ok(Some(OwnedFd::from_raw_fd(fd)))
         }
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
-            return Ok(None);
-        }
-        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<RawFd>());
-        Ok(Some(OwnedFd::from_raw_fd(fd)))
-    }
+    })
 }

@@ -23,6 +23,7 @@ use toml::Spanned;
 use super::parse::{ParseError, parse_conditions, read_name_text};
 use super::rate::{self, Rate, Unit};
 use super::{Rule, quantity};
+use crate::toml_text::{self, TomlError, line_and_column};
 
 /// The TOML schema of a rules file (see the module documentation and `docs/rules.md`).
 ///
@@ -76,18 +77,10 @@ pub enum RulesFileError {
         /// Why.
         source: io::Error,
     },
-    /// The text is not TOML, or not in the schema (an unknown field, a wrong type).
-    #[error("{file}:{line}:{column}: {message}")]
-    Toml {
-        /// The file, or `rules file` when parsed from text.
-        file: String,
-        /// 1-based line of the problem.
-        line: usize,
-        /// 1-based column of the problem.
-        column: usize,
-        /// What the TOML reader says.
-        message: String,
-    },
+    /// The text is not TOML, or not in the schema (an unknown field, a wrong type); the
+    /// file is `rules file` when parsed from text.
+    #[error(transparent)]
+    Toml(#[from] TomlError),
     /// A rule has no `rate`.
     #[error(
         "{file}:{line}: rule {index}: rate: missing (every rule needs one, e.g. rate = \"5k/s\")"
@@ -179,17 +172,7 @@ impl RulesFile {
     }
 
     fn parse_named(text: &str, file: &str) -> Result<Vec<Rule>, RulesFileError> {
-        let doc: RulesFile = toml::from_str(text).map_err(|err| {
-            let (line, column) = err
-                .span()
-                .map_or((1, 1), |span| line_and_column(text, span.start));
-            RulesFileError::Toml {
-                file: file.to_owned(),
-                line,
-                column,
-                message: err.message().trim().to_owned(),
-            }
-        })?;
+        let doc: RulesFile = toml_text::parse(text, file)?;
         let mut rules: Vec<Rule> = Vec::with_capacity(doc.rule.len());
         for (i, entry) in doc.rule.iter().enumerate() {
             let rule = entry
@@ -299,16 +282,6 @@ impl Entry {
         })?;
         Ok(rule)
     }
-}
-
-/// The 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ fn pool_set_creates_and_replaces() {
             "uniform",
             &["rate=500"],
             None,
+            None,
         )
         .unwrap();
     assert_eq!(
@@ -50,6 +51,7 @@ fn pool_set_creates_and_replaces() {
             "psfa",
             &[] as &[&str],
             None,
+            None,
         )
         .unwrap();
     let bw = config.pool("scratch-bw").unwrap();
@@ -63,34 +65,34 @@ fn an_estimator_is_set_checked_and_defaults_to_the_papers() {
     let mut config = example();
     let none: &[&str] = &[];
     config
-        .pool_set("md", "", "1k/s", "psfa", none, Some("arrivals"))
+        .pool_set("md", "", "1k/s", "psfa", none, Some("arrivals"), None)
         .unwrap();
     let md = config.pool("md").unwrap();
     assert_eq!(md.estimator, Some(Estimator::Arrivals));
     assert_eq!(md.estimator_in_force(), Some(Estimator::Arrivals));
     // Set again without one: back to the algorithm's own.
     config
-        .pool_set("md", "", "1k/s", "adaptbf", none, None)
+        .pool_set("md", "", "1k/s", "adaptbf", none, None, None)
         .unwrap();
     let md = config.pool("md").unwrap();
     assert_eq!(md.estimator, None);
     assert_eq!(md.estimator_in_force(), Some(Estimator::Arrivals));
     config
-        .pool_set("md", "", "1k/s", "psfa", none, None)
+        .pool_set("md", "", "1k/s", "psfa", none, None, None)
         .unwrap();
     let psfa = config.pool("md").unwrap().estimator_in_force();
     assert_eq!(psfa, Some(Estimator::Usage));
     config
-        .pool_set("md", "", "1k/s", "uniform", &["jobs=4"], None)
+        .pool_set("md", "", "1k/s", "uniform", &["jobs=4"], None, None)
         .unwrap();
     assert_eq!(config.pool("md").unwrap().estimator_in_force(), None);
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", none, Some("demand"))),
+        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", none, Some("demand"), None)),
         "pool \"x\": estimator: unknown estimator \"demand\" (one of: usage, arrivals, \
          wait-inflated)"
     );
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "uniform", &["jobs=4"], Some("usage"))),
+        invalid(|c| c.pool_set("x", "", "1k/s", "uniform", &["jobs=4"], Some("usage"), None)),
         "pool \"x\": estimator: uniform reads no load, so no estimator applies"
     );
 }
@@ -99,13 +101,13 @@ fn an_estimator_is_set_checked_and_defaults_to_the_papers() {
 fn pool_set_refuses_without_changing_anything() {
     let none: &[&str] = &[];
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none, None)),
+        invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none, None, None)),
         "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, \
          uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
          adaptbf-bounded, adaptbf-need, set10, set10-silence, reservations, drf)"
     );
     assert_eq!(
-        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"], None)),
+        invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"], None, None)),
         "pool \"x\": params: \"epsilon\": expected NAME=NUMBER or NAME=true|false"
     );
     assert_eq!(
@@ -115,17 +117,18 @@ fn pool_set_refuses_without_changing_anything() {
             "1k/s",
             "psfa",
             &["epsilon=0.1", "epsilon=0.2"],
+            None,
             None
         )),
         "pool \"x\": params: epsilon is given twice"
     );
     assert!(
-        invalid(|c| c.pool_set("x", "clas=data", "1k/s", "psfa", none, None))
+        invalid(|c| c.pool_set("x", "clas=data", "1k/s", "psfa", none, None, None))
             .starts_with("pool \"x\": match: at column 1 ('clas=data'): expected a key")
     );
     // Job 4242 reserves 5k/s in scratch-md: a bandwidth is no place for it.
     assert_eq!(
-        invalid(|c| c.pool_set("scratch-md", "", "1GiB/s", "psfa", none, None)),
+        invalid(|c| c.pool_set("scratch-md", "", "1GiB/s", "psfa", none, None, None)),
         "job \"4242\" in pool \"scratch-md\": limit: 5k/s counts ops, but pool \"scratch-md\" \
          counts bytes (its capacity is 1GiB/s)"
     );
@@ -275,6 +278,7 @@ fn changes_survive_a_save_and_load() {
             "reservations",
             &["work_conserving=true"],
             Some("arrivals"),
+            None,
         )
         .unwrap();
     assert_eq!(ControlConfig::parse(&config.to_toml()).unwrap(), config);
