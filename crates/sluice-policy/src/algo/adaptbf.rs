@@ -196,36 +196,44 @@ fn settle(raw: &[f64], remainders: &mut [f64], total: u64) -> Vec<u64> {
     if out.is_empty() {
         return out;
     }
-    let given: u64 = out.iter().sum();
-    let mut order: Vec<usize> = (0..out.len()).collect();
-    if given < total {
-        // Giving a token lowers that remainder by one, below every other: repeatedly
-        // serving the largest is one pass down the sorted order, then again.
-        order.sort_by(|&a, &b| remainders[b].total_cmp(&remainders[a]).then(a.cmp(&b)));
-        let mut missing = total - given;
-        for &i in order.iter().cycle() {
-            if missing == 0 {
-                break;
-            }
-            out[i] += 1;
-            remainders[i] -= 1.0;
-            missing -= 1;
-        }
-    } else if given > total {
-        order.sort_by(|&a, &b| remainders[a].total_cmp(&remainders[b]).then(a.cmp(&b)));
-        let mut excess = given - total;
-        for &i in order.iter().cycle() {
-            if excess == 0 {
-                break;
-            }
-            if out[i] > 0 {
-                out[i] -= 1;
-                remainders[i] += 1.0;
-                excess -= 1;
-            }
-        }
+    let mut given: u64 = out.iter().sum();
+    // One token at a time, as (25) reads: a remainder can be negative (a job given
+    // nothing, that owed more than it had), so one token lowering a remainder by one does
+    // not always put it below every other, and one pass down a sorted order would serve
+    // the wrong job.
+    while given < total {
+        let Some(i) = pick(remainders, |r, best| r > best, |_| true) else {
+            break;
+        };
+        out[i] += 1;
+        remainders[i] -= 1.0;
+        given += 1;
+    }
+    while given > total {
+        let Some(i) = pick(remainders, |r, best| r < best, |k| out[k] > 0) else {
+            break;
+        };
+        out[i] -= 1;
+        remainders[i] += 1.0;
+        given -= 1;
     }
     out
+}
+
+/// The first job that `may` allows whose remainder no other allowed one `beats` (none
+/// when it allows none).
+fn pick(
+    remainders: &[f64],
+    beats: impl Fn(f64, f64) -> bool,
+    may: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for k in (0..remainders.len()).filter(|&k| may(k)) {
+        if best.is_none_or(|b| beats(remainders[k], remainders[b])) {
+            best = Some(k);
+        }
+    }
+    best
 }
 
 impl Allocator for AdapTbf {
@@ -670,6 +678,16 @@ mod tests {
         let mut rho = [0.0; 3];
         assert_eq!(settle(&[1.2, 1.7, 1.1], &mut rho, 4), vec![1, 2, 1]);
         assert!(close(rho[1], -0.3));
+    }
+
+    #[test]
+    fn settle_gives_each_token_to_the_largest_remainder_left_even_below_zero() {
+        // A job given nothing keeps a negative remainder (-0.06): after the second job's
+        // first token its remainder (0.96 - 1 = -0.04) is still the larger, so it takes
+        // the second token too (found by the property test against the printed (25);
+        // one pass down a sorted order gave [1, 94]).
+        let mut rho = [-0.0613, -1.0384];
+        assert_eq!(settle(&[0.0, 95.0], &mut rho, 95), vec![0, 95]);
     }
 
     #[test]
