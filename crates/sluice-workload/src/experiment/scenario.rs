@@ -366,6 +366,14 @@ pub struct Setup {
     /// … }` settings (docs/control-plane.md), `{mds}` in a string standing for the
     /// scenario's CephFS MDS admin socket.
     pub auto: Option<toml::value::Table>,
+    /// The pool's operations weighed in this set-up (`{ unlink = 8 }`,
+    /// docs/control-plane.md "What a call costs"): its capacity, limits and allocations
+    /// are then in cost units.
+    #[serde(default)]
+    pub costs: BTreeMap<String, u32>,
+    /// The costs learned from the server in this set-up (`"ceph-mds:{mds}"`, `{mds}` as
+    /// in `auto`).
+    pub costs_from: Option<String>,
     /// The pool divided down a tree in this set-up (`"account,user,job"`; its algorithm
     /// then `drf`), with the scenario's `[shares]`.
     pub tree: Option<String>,
@@ -717,13 +725,17 @@ impl Scenario {
     /// The local controller's configuration for a controlled set-up; `mds`, the
     /// scenario's MDS admin socket, for `{mds}` in the set-up's `auto`.
     pub fn local_config(&self, setup: &Setup, mds: Option<&Path>) -> String {
+        let at_mds = |s: &str| match mds {
+            Some(m) => s.replace("{mds}", &m.display().to_string()),
+            None => s.to_string(),
+        };
         let capacity = match &setup.auto {
             None => format!("\"{}\"", self.pool.capacity),
             Some(auto) => {
                 let mut auto = auto.clone();
                 for (_, v) in auto.iter_mut() {
-                    if let (toml::Value::String(s), Some(m)) = (&mut *v, mds) {
-                        *s = s.replace("{mds}", &m.display().to_string());
+                    if let toml::Value::String(s) = v {
+                        *s = at_mds(s);
                     }
                 }
                 format!("\"auto\"\nauto = {}", toml::Value::Table(auto))
@@ -742,13 +754,14 @@ impl Scenario {
         if let Some(tree) = &setup.tree {
             c += &format!("tree = \"{tree}\"\n");
         }
+        if !setup.costs.is_empty() {
+            c += &format!("costs = {}\n", inline_table(&setup.costs));
+        }
+        if let Some(from) = &setup.costs_from {
+            c += &format!("costs_from = {}\n", toml::Value::String(at_mds(from)));
+        }
         if !setup.params.is_empty() {
-            let params: Vec<String> = setup
-                .params
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
-            c += &format!("params = {{ {} }}\n", params.join(", "));
+            c += &format!("params = {}\n", inline_table(&setup.params));
         }
         for (i, j) in self.jobs.iter().enumerate() {
             c += &format!(
@@ -769,6 +782,12 @@ impl Scenario {
         }
         c
     }
+}
+
+/// `{ k = v, … }`: a set-up's table as one line of the controller's configuration.
+fn inline_table<V: std::fmt::Display>(t: &BTreeMap<String, V>) -> String {
+    let kv: Vec<String> = t.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    format!("{{ {} }}", kv.join(", "))
 }
 
 impl Workload {
@@ -802,5 +821,24 @@ mod tests {
         let e = Scenario::parse(&text, "s.toml").expect_err("a bad rule");
         assert!(e.is_input(), "{e}");
         assert!(e.to_string().contains("job sim: rule"), "{e}");
+    }
+
+    #[test]
+    fn a_setups_costs_reach_the_controllers_pool_with_the_mds_named() {
+        let text = format!(
+            "{}\n[[setup]]\nname = \"Weighed\"\nalgorithm = \"psfa\"\ncosts = {{ unlink = 7, mknod = 4 }}\ncosts_from = \"ceph-mds:{{mds}}\"\n",
+            crate::demo::SCENARIO
+        );
+        let sc = Scenario::parse(&text, "demo").expect("a scenario with costs");
+        let setup = sc.setups.last().expect("the weighed set-up");
+        let config = sc.local_config(setup, Some(Path::new("/run/mds.asok")));
+        assert!(
+            config.contains("costs = { mknod = 4, unlink = 7 }\n"),
+            "{config}"
+        );
+        assert!(
+            config.contains("costs_from = \"ceph-mds:/run/mds.asok\"\n"),
+            "{config}"
+        );
     }
 }
