@@ -589,13 +589,12 @@ pub(super) fn render(config: &ControlConfig) -> String {
                 let _ = writeln!(out, "capacity = {}", quote(&pool.capacity.to_string()));
             }
             Some(a) => {
+                let value = quote(&crate::source::format_target(a.target_p99));
                 let target = match &a.source {
-                    None => format!("target_p99 = {}", quote(&format_duration(a.target_p99))),
-                    Some(source) => format!(
-                        "source = {}, target = {}",
-                        quote(&source.to_string()),
-                        quote(&crate::source::format_target(a.target_p99))
-                    ),
+                    None => format!("target_p99 = {value}"),
+                    Some(source) => {
+                        format!("source = {}, target = {value}", quote(&source.to_string()))
+                    }
                 };
                 let _ = writeln!(
                     out,

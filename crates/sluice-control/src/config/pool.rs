@@ -104,19 +104,9 @@ impl AutoSpec {
                 ("target", target, Some(source))
             }
         };
-        let target_p99 = if source.is_some() {
-            crate::source::parse_target(text)
-                .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?
-        } else {
-            super::duration::parse_millis(text)
-                .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?
-        };
-        if target_p99.is_zero() {
-            return Err(FieldError::new(
-                "auto",
-                format_args!("{key} must be more than zero"),
-            ));
-        }
+        // A metadata call's p99 is often under a millisecond: both targets in whole µs.
+        let target_p99 = crate::source::parse_target(text)
+            .map_err(|e| FieldError::new("auto", format_args!("{key}: {e}")))?;
         let rate = |key: &str, text: Option<&str>, default: u64| -> Result<Rate, FieldError> {
             let Some(text) = text else {
                 return Ok(Rate {

@@ -322,6 +322,11 @@ fn automatic_pools_are_read_written_and_checked() {
     let written = config.to_toml();
     assert!(written.contains("capacity = \"auto\"\n"), "{written}");
     assert_eq!(ControlConfig::parse(&written).unwrap(), config, "{written}");
+    // A metadata call's p99 is often under a millisecond.
+    let fine = ControlConfig::parse(&text.replace("\"5ms\"", "\"800us\"")).unwrap();
+    let written = fine.to_toml();
+    assert!(written.contains("target_p99 = \"800us\""), "{written}");
+    assert_eq!(ControlConfig::parse(&written).unwrap(), fine, "{written}");
 
     let auto_error = |auto: &str| {
         pool_error(&format!(
@@ -342,7 +347,7 @@ fn automatic_pools_are_read_written_and_checked() {
     for (auto, why) in [
         (
             "target_p99 = \"0ms\", start = \"1k/s\"",
-            "target_p99 must be more than zero",
+            "target_p99: \"0ms\": a whole number of microseconds from 1us to 1h",
         ),
         ("target_p99 = \"5 ms\", start = \"1k/s\"", "target_p99:"),
         (
