@@ -73,20 +73,9 @@ need_root() {
     [ "$(id -u)" -eq 0 ] || die "must run as root (the daemons' data, FUSE mounts)"
 }
 
-# The ceph CLI on this cluster, never waiting long for a monitor that is not there.
-cephc() { timeout 30 ceph -c "$CONF" --connect-timeout 10 "$@"; }
-
-# cephc_retry ARGS...: cephc, tried up to five times a second apart. A command sent while
-# the CLI has not yet received the monitor map carries a null fsid, and the monitor
-# refuses it ("EPERM: problem getting command descriptions"); seen on a loaded machine.
-cephc_retry() {
-    local try
-    for try in 1 2 3 4 5; do
-        cephc "$@" && return 0
-        [ "$try" -lt 5 ] && sleep 1
-    done
-    return 1
-}
+# monc PREFIX [NAME=VALUE...]: a command to this cluster's monitor, never waiting long
+# for one that is not there. Not the `ceph` CLI: moncmd.py says why.
+monc() { timeout 30 "$HERE/moncmd.py" "$CONF" "$@"; }
 
 # state_get KEY / state_add KEY VALUE: what up.sh did, for down.sh.
 state_get() {

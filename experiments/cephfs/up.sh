@@ -61,7 +61,7 @@ fi
 
 # --- already up? --------------------------------------------------------------------
 if pid_of mon.a ceph-mon >/dev/null && pid_of mds.a ceph-mds >/dev/null \
-    && cephc mds stat 2>/dev/null | grep -q 'up:active'; then
+    && monc "mds stat" 2>/dev/null | grep -q 'up:active'; then
     say "the cluster of $WORK_DIR is already running"
 else
     if [ -e "$WORK_DIR" ]; then
@@ -113,6 +113,13 @@ EOF
     done
     state_add conf "$CONF"
 
+    # The daemons and the mounts run with --no-mon-config: they take everything from this
+    # file, and without the first session that fetches the monitors' configuration
+    # database (empty here) their monitor map starts with the fsid of this file. After
+    # that session a Ceph 16 daemon's map starts with a null fsid until the monitor's
+    # reaches it, and a command sent meanwhile is refused: the OSD's first one, which
+    # sets its CRUSH device class, failed its start with "wrong fsid" about once in
+    # five bring-ups on a loaded machine (see moncmd.py for the CLI's side).
     say "starting the monitor (127.0.0.1:$PORT)"
     monmaptool --create --addv a "v1:127.0.0.1:$PORT" --fsid "$FSID" "$WORK_DIR/monmap" >/dev/null
     ceph-mon -c "$CONF" --mkfs -i a --monmap "$WORK_DIR/monmap" 2>>"$WORK_DIR/log/mkfs.log"
@@ -122,37 +129,34 @@ EOF
     if [ -n "$WITH_MGR" ]; then
         say "starting the manager"
         mkdir -p "$WORK_DIR/mgr.x"
-        ceph-mgr -c "$CONF" -i x
+        ceph-mgr -c "$CONF" --no-mon-config -i x
         state_add daemon mgr.x:ceph-mgr
     fi
 
     say "starting the OSD (memstore)"
-    id=$(cephc osd create 2>>"$WORK_DIR/log/cli.log") \
+    id=$(monc "osd create" 2>>"$WORK_DIR/log/cli.log") \
         || die "ceph osd create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
     [ "$id" = 0 ] || die "the new OSD is osd.$id, not osd.0"
-    # On a loaded machine the OSD's first contact with the new monitor can time out:
-    # one more try after a pause before giving up.
-    ceph-osd -c "$CONF" -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log" \
-        || { sleep 2; ceph-osd -c "$CONF" -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log"; }
-    ceph-osd -c "$CONF" -i 0 2>>"$WORK_DIR/log/mkfs.log" \
-        || { sleep 2; ceph-osd -c "$CONF" -i 0 2>>"$WORK_DIR/log/mkfs.log"; }
+    ceph-osd -c "$CONF" --no-mon-config -i 0 --mkfs 2>>"$WORK_DIR/log/mkfs.log"
+    ceph-osd -c "$CONF" --no-mon-config -i 0 2>>"$WORK_DIR/log/mkfs.log"
     state_add daemon osd.0:ceph-osd
 
     say "making file system 'cephfs' and starting the MDS"
-    cephc_retry osd pool create cephfs_data 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
-        || die "ceph osd pool create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
-    cephc_retry osd pool create cephfs_metadata 8 >>"$WORK_DIR/log/cli.log" 2>&1 \
-        || die "ceph osd pool create failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
-    cephc_retry fs new cephfs cephfs_metadata cephfs_data >>"$WORK_DIR/log/cli.log" 2>&1 \
+    for pool in cephfs_data cephfs_metadata; do
+        monc "osd pool create" pool=$pool pg_num=8 >>"$WORK_DIR/log/cli.log" 2>&1 \
+            || die "ceph osd pool create $pool failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
+    done
+    monc "fs new" fs_name=cephfs metadata=cephfs_metadata data=cephfs_data \
+        >>"$WORK_DIR/log/cli.log" 2>&1 \
         || die "ceph fs new failed: $(tail -n 3 "$WORK_DIR/log/cli.log")"
-    ceph-mds -c "$CONF" -i a >/dev/null
+    ceph-mds -c "$CONF" --no-mon-config -i a >/dev/null
     state_add daemon mds.a:ceph-mds
-    for _ in $(seq 1 120); do
-        cephc mds stat 2>/dev/null | grep -q 'up:active' && break
+    waited=$EPOCHREALTIME
+    until monc "mds stat" 2>>"$WORK_DIR/log/cli.log" | grep -q 'up:active'; do
+        awk -v a="$waited" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a > 30) }' \
+            && die "the MDS is not active after 30 s: $(monc "mds stat" 2>&1); see $WORK_DIR/log"
         sleep 0.25
     done
-    cephc mds stat 2>/dev/null | grep -q 'up:active' \
-        || die "the MDS is not active after 30 s: $(cephc mds stat 2>&1); see $WORK_DIR/log"
 fi
 
 # --- mounts -------------------------------------------------------------------------
@@ -169,7 +173,7 @@ for c in $CLIENTS; do
     say "mounting client.$c at $m (ceph-fuse)"
     # Each client under its own name: its own session at the MDS, its own cache, and an
     # admin socket of its own (run/ceph-client.NAME.asok).
-    ceph-fuse -c "$CONF" --id "$c" "$m" >>"$WORK_DIR/log/ceph-fuse.out" 2>&1 \
+    ceph-fuse -c "$CONF" --no-mon-config --id "$c" "$m" >>"$WORK_DIR/log/ceph-fuse.out" 2>&1 \
         || die "ceph-fuse for client.$c failed: see $WORK_DIR/log/ceph-client.$c.log"
     state_add daemon "client.$c:ceph-fuse"
     for _ in $(seq 1 40); do

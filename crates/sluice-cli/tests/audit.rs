@@ -7,29 +7,17 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::daemons::{Local, daemon_dir, free_port, start_global, wait_for};
+use common::daemons::{Local, daemon_dir, free_port, http_get, start_global, wait_for};
 use common::{ok, open_to_all, path_str, sluice_bin};
 use serde_json::Value;
 
-/// A GET over HTTP/1.0; the body of a 200 answer.
-fn get(addr: &str, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    head.contains(" 200 ").then(|| body.to_owned())
-}
-
 /// The value of the audit counter for `action` and `outcome` in the `/metrics` at `addr`.
 fn audit_count(addr: &str, action: &str, outcome: &str) -> Option<f64> {
-    let text = get(addr, "/metrics")?;
+    let text = http_get(addr, "/metrics")?;
     let series = format!("sluice_audit_events_total{{action=\"{action}\",outcome=\"{outcome}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&series))
@@ -160,7 +148,8 @@ fn the_global_audits_changes_over_tcp_and_counts_them_on_its_metrics() {
         &["--http", &http, "--config", &path_str(&config)],
     );
     assert!(
-        wait_for(Duration::from_secs(10), || get(&http, "/metrics").is_some()),
+        wait_for(Duration::from_secs(10), || http_get(&http, "/metrics")
+            .is_some()),
         "{}",
         global.log_text()
     );

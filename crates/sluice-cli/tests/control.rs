@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::daemons::{
-    Local, assert_pool_held, call_times, daemon_dir, monotonic_ns, rate_between, share, wait_for,
+    Local, assert_pool_held, call_times, daemon_dir, free_port, http_get, monotonic_ns,
+    rate_between, share, wait_for,
 };
 use common::{Scratch, Stats, c_prog, path_str, sluice_bin, tmp_dir};
 use serde_json::json;
@@ -620,8 +621,9 @@ fn a_pool_weighing_creates_holds_them_to_a_quarter_of_the_stats() {
 /// A pool that learns its costs from its server (`costs_from`): a Lustre MDT's md_stats,
 /// written here as the server writes them, say a getattr takes 100 µs and an mknod or an
 /// unlink 400 µs. The pool learns getattr=1, unlink=4, mknod=4, logs it as an audit line
-/// naming the source, pushes it to the stage, and a job's creates and removals are charged
-/// four units each (`sluice jobs`: units beside calls).
+/// naming the source, pushes it to the stage, exports it on `/metrics`
+/// (`sluice_pool_cost_units`, none before it learned), and a job's creates and removals
+/// are charged four units each (`sluice jobs`: units beside calls).
 #[test]
 fn a_pool_learns_its_costs_from_its_servers_latencies() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -649,7 +651,21 @@ fn a_pool_learns_its_costs_from_its_servers_latencies() {
          costs_from = \"lustre-mdt:{}\"\n",
         path_str(&stats)
     );
-    let local = Local::start(dir.path(), &config, &["--node", "n1"], None);
+    let http = format!("127.0.0.1:{}", free_port());
+    let local = Local::start(
+        dir.path(),
+        &config,
+        &["--node", "n1", "--http", &http],
+        None,
+    );
+    // A cycle recorded, nothing learned: the pool weighs nothing yet and exports no cost.
+    let mut metrics = String::new();
+    let scraped = wait_for(Duration::from_secs(5), || {
+        metrics = http_get(&http, "/metrics").unwrap_or_default();
+        metrics.contains("sluice_pool_capacity{pool=\"md\"}")
+    });
+    assert!(scraped, "no pool on /metrics: {metrics}");
+    assert!(!metrics.contains("sluice_pool_cost_units{"), "{metrics}");
     let costs = || {
         local.pools()["pools"][0]["costs"]
             .as_str()
@@ -663,6 +679,19 @@ fn a_pool_learns_its_costs_from_its_servers_latencies() {
         costs() == "getattr=1,unlink=4,mknod=4"
     });
     assert!(learned, "costs learned: {:?}", costs());
+    // The gauges follow at the end of the cycle that learned them.
+    let want = [("getattr", 1), ("unlink", 4), ("mknod", 4)]
+        .map(|(op, n)| format!("sluice_pool_cost_units{{pool=\"md\",op=\"{op}\"}} {n}\n"));
+    let exported = wait_for(Duration::from_secs(3), || {
+        metrics = http_get(&http, "/metrics").unwrap_or_default();
+        want.iter().all(|w| metrics.contains(w.as_str()))
+    });
+    assert!(exported, "{want:?} on /metrics: {metrics}");
+    assert_eq!(
+        metrics.matches("sluice_pool_cost_units{").count(),
+        3,
+        "{metrics}"
+    );
     let list = local.admin(&["pool", "list"]);
     let text = String::from_utf8_lossy(&list.stdout);
     let line = format!(

@@ -131,12 +131,20 @@ impl Coordinator {
                 })
                 .collect(),
             costs: self
-                .config
-                .pools
-                .iter()
-                .filter_map(|p| Some((p.name.clone(), self.costs(p)?.to_string())))
+                .pool_costs()
+                .into_iter()
+                .map(|(pool, c)| (pool, c.to_string()))
                 .collect(),
         }
+    }
+
+    /// What each operation costs the pools that weigh them, by pool.
+    pub fn pool_costs(&self) -> Vec<(String, sluice_core::cost::Costs)> {
+        self.config
+            .pools
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), self.costs(p)?)))
+            .collect()
     }
 
     /// What each operation costs pool `p`: its fixed costs, and the learned ones for the

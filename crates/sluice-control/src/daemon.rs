@@ -535,7 +535,13 @@ pub(crate) async fn local_ticks(
                 c.cluster().record_history(interval.as_secs_f64());
                 if let Some(m) = &metrics {
                     m.cycle_took(start.elapsed().as_secs_f64());
-                    m.record_cycle(cycle, &c.jobs(), &c.pools(), interval.as_secs_f64());
+                    m.record_cycle(
+                        cycle,
+                        &c.jobs(),
+                        &c.pools(),
+                        &c.pool_costs(),
+                        interval.as_secs_f64(),
+                    );
                 }
                 (rates, policy)
             };

@@ -21,6 +21,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use sluice_core::cost::Costs;
+use sluice_core::op::Op;
+
 use crate::cluster::{ChannelObs, JobView, NodeJob, PoolView, ShareView};
 
 /// A job in a pool (on a node, for a local's own figures; empty on the global).
@@ -58,6 +61,15 @@ pub struct PoolLabels {
     pub pool: String,
 }
 
+/// An operation's cost in a pool that weighs its operations.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostLabels {
+    /// The pool.
+    pub pool: String,
+    /// The operation (getattr, mknod, unlink…).
+    pub op: String,
+}
+
 type FloatCounter = Family<JobLabels, Counter<f64, AtomicU64>>;
 type FloatGauge<L> = Family<L, Gauge<f64, AtomicU64>>;
 
@@ -72,6 +84,7 @@ pub struct Metrics {
     capacity: FloatGauge<PoolLabels>,
     allocated: FloatGauge<PoolLabels>,
     used: FloatGauge<PoolLabels>,
+    cost_units: Family<CostLabels, Gauge>,
     cycle_seconds: Histogram,
     locals: Gauge,
     dropped: Counter,
@@ -80,6 +93,8 @@ pub struct Metrics {
     live_outside: Mutex<HashSet<OutsideLabels>>,
     /// The label sets exported now, to remove those of jobs and pools that are gone.
     live: Mutex<(HashSet<JobLabels>, HashSet<PoolLabels>)>,
+    /// The cost series exported now, to remove those no longer charged.
+    live_costs: Mutex<HashSet<CostLabels>>,
     /// The last cycle recorded.
     last_cycle: Mutex<Option<u64>>,
 }
@@ -100,6 +115,7 @@ impl Default for Metrics {
             capacity: FloatGauge::default(),
             allocated: FloatGauge::default(),
             used: FloatGauge::default(),
+            cost_units: Family::default(),
             // 100 µs to about 1.6 s.
             cycle_seconds: Histogram::new(exponential_buckets(1e-4, 2.0, 15)),
             locals: Gauge::default(),
@@ -107,6 +123,7 @@ impl Default for Metrics {
             outside: Family::default(),
             live_outside: Mutex::default(),
             live: Mutex::default(),
+            live_costs: Mutex::default(),
             last_cycle: Mutex::default(),
             registry: Registry::default(),
         };
@@ -152,6 +169,11 @@ impl Default for Metrics {
             m.used.clone(),
         );
         r.register(
+            "pool_cost_units",
+            "Units an operation costs the pool, fixed (costs) or learned from its server (costs_from); only for the operations a pool's costs name, the others cost one",
+            m.cost_units.clone(),
+        );
+        r.register(
             "cycle_duration_seconds",
             "From a cycle's boundary to its rates queued to every local",
             m.cycle_seconds.clone(),
@@ -182,9 +204,17 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Computed cycle `cycle` of intervals of `interval_s` seconds: every job's share in
-    /// every pool, and the pools. A cycle the global skipped (it computes the latest
-    /// one reported when it falls behind) is counted at the rates of the next.
-    pub fn record_cycle(&self, cycle: u64, jobs: &[JobView], pools: &[PoolView], interval_s: f64) {
+    /// every pool, the pools, and what each operation costs the pools that weigh them
+    /// (`costs`, by pool). A cycle the global skipped (it computes the latest one
+    /// reported when it falls behind) is counted at the rates of the next.
+    pub fn record_cycle(
+        &self,
+        cycle: u64,
+        jobs: &[JobView],
+        pools: &[PoolView],
+        costs: &[(String, Costs)],
+        interval_s: f64,
+    ) {
         let interval_s = interval_s * self.intervals_to(cycle);
         let mut live_jobs = HashSet::new();
         for job in jobs {
@@ -212,6 +242,7 @@ impl Metrics {
             live_pools.insert(labels);
         }
         self.keep(live_jobs, Some(live_pools));
+        self.set_costs(costs);
         self.set_outside(jobs.iter().flat_map(|j| {
             j.outside
                 .iter()
@@ -271,6 +302,30 @@ impl Metrics {
             self.outside.get_or_create(&labels).set(n);
             live.insert(labels);
         }
+    }
+
+    /// Sets the units of every operation the pools' costs name; removes the series of
+    /// operations (and pools) no longer weighed, so that a pool that weighs nothing
+    /// exports none.
+    fn set_costs(&self, costs: &[(String, Costs)]) {
+        let mut live = HashSet::new();
+        for (pool, c) in costs {
+            for &op in Op::ALL.iter().filter(|&&op| c.names(op)) {
+                let labels = CostLabels {
+                    pool: pool.clone(),
+                    op: op.name().to_owned(),
+                };
+                self.cost_units
+                    .get_or_create(&labels)
+                    .set(i64::from(c.of(op)));
+                live.insert(labels);
+            }
+        }
+        let mut was = self.live_costs.lock().expect("metrics");
+        for gone in was.difference(&live) {
+            self.cost_units.remove(gone);
+        }
+        *was = live;
     }
 
     /// A cycle's duration, seconds.
@@ -384,8 +439,8 @@ mod tests {
     #[test]
     fn counters_add_up_each_interval_and_an_ended_job_s_series_go() {
         let m = Metrics::default();
-        m.record_cycle(1, &[job("7", 100.0), job("8", 10.0)], &[], 0.5);
-        m.record_cycle(2, &[job("7", 300.0), job("8", 10.0)], &[], 0.5);
+        m.record_cycle(1, &[job("7", 100.0), job("8", 10.0)], &[], &[], 0.5);
+        m.record_cycle(2, &[job("7", 300.0), job("8", 10.0)], &[], &[], 0.5);
         let text = m.encode();
         let line = r#"sluice_job_admitted_total{job_id="7",user="alice",pool="md",node=""} 200.0"#;
         assert!(text.contains(line), "{text}");
@@ -395,11 +450,34 @@ mod tests {
             )
         );
         // Cycle 4 stands for 3 too.
-        m.record_cycle(4, &[job("7", 300.0)], &[], 0.5);
+        m.record_cycle(4, &[job("7", 300.0)], &[], &[], 0.5);
         let text = m.encode();
         assert!(!text.contains(r#"job_id="8""#), "{text}");
         assert!(text.contains(
             r#"sluice_job_admitted_total{job_id="7",user="alice",pool="md",node=""} 500.0"#
         ));
+    }
+
+    #[test]
+    fn a_weighed_pool_exports_the_costs_of_the_operations_it_names_and_no_other() {
+        let m = Metrics::default();
+        let costs = |text: &str| vec![("md".to_owned(), text.parse::<Costs>().unwrap())];
+        m.record_cycle(1, &[], &[], &costs("directory=3,mknod=4,getattr=1"), 0.5);
+        let text = m.encode();
+        for line in [
+            r#"sluice_pool_cost_units{pool="md",op="mknod"} 4"#,
+            r#"sluice_pool_cost_units{pool="md",op="mkdir"} 3"#,
+            r#"sluice_pool_cost_units{pool="md",op="getattr"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(!text.contains(r#"op="unlink""#), "{text}");
+        // Costs changed by a reload, then a pool that weighs nothing any more.
+        m.record_cycle(2, &[], &[], &costs("unlink=2"), 0.5);
+        let text = m.encode();
+        assert!(text.contains(r#"sluice_pool_cost_units{pool="md",op="unlink"} 2"#));
+        assert!(!text.contains(r#"op="mknod""#), "{text}");
+        m.record_cycle(3, &[], &[], &[], 0.5);
+        assert!(!m.encode().contains("sluice_pool_cost_units{"));
     }
 }

@@ -110,6 +110,14 @@ impl Costs {
         self.per_op.iter().all(|&c| c == 1)
     }
 
+    /// Whether the costs name `op`, by itself or by its class; an operation they do not
+    /// name costs one unit.
+    pub fn names(&self, op: Op) -> bool {
+        self.written
+            .iter()
+            .any(|(n, _)| n == op.name() || n == op.class().name())
+    }
+
     /// The entries as written: names and units.
     pub fn entries(&self) -> impl Iterator<Item = (&str, u16)> {
         self.written.iter().map(|(n, c)| (n.as_str(), *c))
@@ -157,6 +165,7 @@ mod tests {
         assert!(!c.is_flat());
         assert_eq!(c.to_string(), "getattr=1,metadata=3,mknod=4");
         assert_eq!(c.of(Op::Mknod), 4);
+        assert!(c.names(Op::Open) && c.names(Op::Mknod) && !c.names(Op::Read));
         assert_eq!(c.to_string().parse::<Costs>().unwrap(), c);
         assert!("".parse::<Costs>().unwrap().is_flat());
     }

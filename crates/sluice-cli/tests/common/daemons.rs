@@ -2,6 +2,7 @@
 //! global` processes on temp sockets and loopback ports (or inside network namespaces),
 //! killed when dropped, and the jobs attached to them.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -400,6 +401,17 @@ pub fn daemon_dir() -> TempDir {
 /// A TCP port free on loopback now.
 pub fn free_port() -> u16 {
     harness::free_port().expect("a free port")
+}
+
+/// A GET over HTTP/1.0 to `addr` (`127.0.0.1:PORT`); the body of a 200 answer.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.contains(" 200 ").then(|| body.to_owned())
 }
 
 /// A local controller in `dir` serving its dashboard and API on a free loopback address

@@ -187,12 +187,7 @@ pub fn merged(fixed: Option<&Costs>, learned: Option<&Costs>) -> Option<Costs> {
     let Some(learned) = learned else {
         return fixed.cloned();
     };
-    let named = |op: Op| {
-        fixed.is_some_and(|f| {
-            f.entries()
-                .any(|(n, _)| n == op.name() || n == op.class().name())
-        })
-    };
+    let named = |op: Op| fixed.is_some_and(|f| f.names(op));
     let units: Vec<(String, String)> = fixed
         .into_iter()
         .flat_map(Costs::entries)
