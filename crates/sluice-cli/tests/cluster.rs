@@ -1,6 +1,7 @@
 //! The control plane over a network: network namespaces as nodes (ip netns + veth, the
 //! addresses only inside them, created and removed by the test), the global in one, a
-//! local in each of two others, jobs attached on both.
+//! local in each of two others, jobs attached on both; and a global with one local on
+//! loopback (no namespaces, so it runs without root) for SET-10's hand-over.
 
 mod common;
 
