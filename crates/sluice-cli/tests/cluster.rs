@@ -1,6 +1,7 @@
 //! The control plane over a network: network namespaces as nodes (ip netns + veth, the
 //! addresses only inside them, created and removed by the test), the global in one, a
-//! local in each of two others, jobs attached on both.
+//! local in each of two others, jobs attached on both; and a global with one local on
+//! loopback (no namespaces, so it runs without root) for SET-10's hand-over.
 
 mod common;
 
@@ -8,6 +9,7 @@ use std::process::Child;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use common::daemons::{self, Local, daemon_dir};
 use common::daemons::{
     assert_pool_held, busiest_second, call_times, monotonic_ns, rate_between, share, wait_for,
 };
@@ -371,4 +373,153 @@ fn uniform_holds_each_job_at_its_fixed_rate_alone_and_through_a_cut_node() {
             );
         }
     }
+}
+
+/// SET-10's hand-over between two rounds, on a global and one local over loopback:
+/// jobs A and B (periods 2 s and 3 s, both in set 0) share a pool of 1,000 getattr/s
+/// computed every second, so access is exclusive. A starts first and holds the pool, B
+/// asks at its floor behind it (the default 1% of the pool, halved: 5/s); then A makes
+/// no call for 0.6 s and asks again. While A is idle the local lends A's rate to B
+/// within two of its looks (50 ms each), where the global sees A idle only an interval
+/// or two later and B would have had its floor until then; when A asks again it takes
+/// its rate back at once, and from the next round on it holds the pool again (its phase
+/// never ended: it had calls in every interval) and B is back at its floor. The relay
+/// is in force through the rest of the interval A stops in and the next one (A had calls
+/// in the first), so a pause shorter than the interval ends inside it wherever it falls.
+/// The pool is held from the second before the pause on: the hand-over moves rate,
+/// never makes it.
+#[test]
+fn set10_hands_an_idle_holders_rate_to_the_next_job_within_the_interval() {
+    const CAPACITY: f64 = 1_000.0;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = dir.path().join("global.toml");
+    std::fs::write(
+        &config,
+        "interval = \"1s\"\n\n[[pool]]\nname = \"md\"\nmatch = \"op=getattr\"\n\
+         capacity = \"1k/s\"\nalgorithm = \"set10\"\n\n\
+         [[job]]\njob = \"A\"\npool = \"md\"\nperiod = \"2s\"\n\n\
+         [[job]]\njob = \"B\"\npool = \"md\"\nperiod = \"3s\"\n",
+    )
+    .unwrap();
+    let (global, url) = daemons::start_global(dir.path(), &["--config", &path_str(&config)]);
+    let node = dir.path().join("n0");
+    std::fs::create_dir_all(&node).unwrap();
+    let local = Local::start(&node, "", &["--global", &url, "--node", "n0"], None);
+    let connected = wait_for(Duration::from_secs(10), || {
+        local
+            .daemon
+            .log_text()
+            .contains("connected to the global controller")
+    });
+    assert!(
+        connected,
+        "the local never connected: {}",
+        global.log_text()
+    );
+    let s = Scratch::new();
+    let rate = c_prog("rate");
+    let [before, after, out_b] = [tmp_dir(), tmp_dir(), tmp_dir()];
+    // A: a stat loop of 5 s, 0.6 s without a call, another loop of 3 s.
+    let script = "\"$0\" one \"$1\" \"$2\" 5000 && sleep 0.6 && \"$0\" one \"$1\" \"$3\" 3000";
+    let mut a = local.job(
+        "A",
+        &["--mount", &s.file],
+        &[
+            "sh",
+            "-c",
+            script,
+            &rate,
+            &s.file,
+            &path_str(before.path()),
+            &path_str(after.path()),
+        ],
+    );
+    let allocation = |job| share(&local.jobs(), job, "md").map_or(0.0, |s| s.0);
+    let holds = wait_for(Duration::from_secs(4), || allocation("A") >= 0.9 * CAPACITY);
+    // B starts a round or more after A: A's phase started first, A holds the set.
+    let mut b = local.job(
+        "B",
+        &["--mount", &s.file],
+        &[&rate, "one", &s.file, &path_str(out_b.path()), "7500"],
+    );
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    assert!(holds, "A never held the pool alone: {}", local.jobs());
+    let (a1, a2, tb) = (
+        call_times(before.path()),
+        call_times(after.path()),
+        call_times(out_b.path()),
+    );
+    let (Some(&stopped), Some(&resumed), Some(&b_first), Some(&b_last)) =
+        (a1.last(), a2.first(), tb.first(), tb.last())
+    else {
+        panic!(
+            "a part made no call: A {} then {}, B {}",
+            a1.len(),
+            a2.len(),
+            tb.len()
+        );
+    };
+    // The second before A's pause: A holds the pool, B is at its floor.
+    let held_a = rate_between(&a1, stopped - SEC, stopped);
+    let held_b = rate_between(&tb, stopped - SEC, stopped);
+    // The pause, from two looks (100 ms) after A's last call to its first again.
+    let lent_b = rate_between(&tb, stopped + SEC / 10, resumed);
+    // A asks again: it takes back at once what it lent...
+    let (soon, later) = (resumed + SEC / 10, resumed + SEC / 2);
+    let (soon_a, soon_b) = (
+        rate_between(&a2, soon, later),
+        rate_between(&tb, soon, later),
+    );
+    // ...and from its next round on it holds the pool again.
+    let (from, to) = (resumed + 3 * SEC / 2, resumed + 5 * SEC / 2);
+    let (back_a, back_b) = (rate_between(&a2, from, to), rate_between(&tb, from, to));
+    let mut all: Vec<u64> = a1.iter().chain(&a2).chain(&tb).copied().collect();
+    all.sort_unstable();
+    // From the second before the pause: B's first interval, at its floor before its
+    // first rates beside A's whole pool, is no part of the hand-over.
+    let settled = all.partition_point(|&t| t < stopped - SEC);
+    // Where the pool's busiest second starts, from A's pause (s).
+    let busiest_at = (0..all.len())
+        .max_by_key(|&i| all[i..].partition_point(|&t| t < all[i] + SEC))
+        .map_or(0.0, |i| (all[i] as f64 - stopped as f64) / 1e9);
+    eprintln!(
+        "B started {:.2} s before A's pause. Before it: A {held_a:.0}/s, B {held_b:.0}/s; \
+         during it ({:.0} ms): B {lent_b:.0}/s; 0.1-0.5 s after: A {soon_a:.0}/s, \
+         B {soon_b:.0}/s; 1.5-2.5 s after: A {back_a:.0}/s, B {back_b:.0}/s; busiest \
+         second of the pool {} (from {busiest_at:+.2} s of the pause), {} from 1 s before it",
+        (stopped - b_first) as f64 / 1e9,
+        (resumed - stopped) as f64 / 1e6,
+        busiest_second(&all),
+        busiest_second(&all[settled..]),
+    );
+    assert!(
+        stopped >= b_first + SEC + SEC / 5 && b_last >= to,
+        "the scene was not set: B ran from {:.2} s before A's pause to {:.2} s after it \
+         resumed (A's pause needs B behind it for a second before, and B until 2.5 s after)",
+        (stopped as f64 - b_first as f64) / 1e9,
+        (b_last as f64 - resumed as f64) / 1e9,
+    );
+    assert!(
+        held_a >= 0.5 * CAPACITY && held_b <= 0.1 * CAPACITY,
+        "before the pause A should hold the set and B wait at its floor: A {held_a:.0}/s, \
+         B {held_b:.0}/s"
+    );
+    assert!(
+        lent_b >= 0.5 * CAPACITY,
+        "A idle, B asking: B made {lent_b:.0} calls/s, not the set's {CAPACITY}/s (its floor \
+         is 5/s): the idle holder's rate was not handed over"
+    );
+    assert!(
+        soon_a >= 0.25 * CAPACITY,
+        "A asked again and made only {soon_a:.0} calls/s in its first 0.5 s: it did not take \
+         its rate back"
+    );
+    assert!(
+        back_a >= 0.5 * CAPACITY && back_b <= 0.1 * CAPACITY,
+        "a round after A asked again it should hold the set and B wait at its floor: \
+         A {back_a:.0}/s, B {back_b:.0}/s"
+    );
+    // Three processes: A's two loops and B's.
+    assert_pool_held(&all[settled..], u64::MAX, CAPACITY as usize, 3);
 }
