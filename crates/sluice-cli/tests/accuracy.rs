@@ -13,12 +13,14 @@ mod common;
 
 use std::sync::Mutex;
 
-use common::daemons::busiest_second;
+use common::daemons::{
+    GETATTR_BURST, GETATTR_RATE, GETATTR_RULE, assert_getattr_held, busiest_second, call_times,
+    steady_rate,
+};
 use common::{Scratch, Stats, c_prog, path_str, tmp_dir};
 
 const RUN_MS: u64 = 5000;
 const TOLERANCE: f64 = 0.02;
-const SEC: u64 = 1_000_000_000;
 
 /// Held by every test of this file: they run one after another.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -37,23 +39,7 @@ fn drive(rule: &str, mode: &str, child: bool) -> (Vec<u64>, Stats) {
         cmd.push(path_str(&copy));
     }
     let stats = s.sluice().rule(rule).exec(&cmd).into_stats();
-    let mut times = Vec::new();
-    for entry in std::fs::read_dir(out.path()).unwrap() {
-        let p = entry.unwrap().path();
-        if p.file_name().unwrap().to_str().unwrap().starts_with("ts.") {
-            let text = std::fs::read_to_string(&p).unwrap();
-            times.extend(text.lines().map(|l| l.parse::<u64>().unwrap()));
-        }
-    }
-    times.sort_unstable();
-    (times, stats)
-}
-
-/// Calls per second after the first `skip` calls.
-fn steady_rate(times: &[u64], skip: usize) -> f64 {
-    let n = times.len();
-    assert!(n > skip + 10, "too few calls: {n}");
-    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / SEC as f64)
+    (call_times(out.path()), stats)
 }
 
 // `busiest_second` counts *returns*; the stage guarantees at most rate + burst
@@ -62,32 +48,12 @@ fn steady_rate(times: &[u64], skip: usize) -> f64 {
 // worker has at most one such call in flight, so returns per window are bounded by
 // rate + burst + workers, exactly.
 
-const GETATTR_RULE: &str = "op=getattr rate=2000/s";
-const GETATTR_RATE: f64 = 2000.0;
-/// The default burst: 10 ms of the rate.
-const GETATTR_BURST: usize = 20;
-
 /// Drives stat calls in `mode` under `op=getattr rate=2000/s` and checks the rate, the
 /// busiest second and that every call recorded was counted and admitted.
 fn check_getattr(mode: &str, workers: usize, child: bool) {
     let (times, stats) = drive(GETATTR_RULE, mode, child);
-    let n = times.len() as u64;
-    assert_eq!(
-        stats.calls("getattr"),
-        n,
-        "{mode}: getattr counted vs calls made"
-    );
-    assert_eq!(
-        stats.rule(0, "admitted"),
-        n,
-        "{mode}: admitted vs calls made"
-    );
-    let rate = steady_rate(&times, GETATTR_BURST);
-    assert!(
-        (rate - GETATTR_RATE).abs() <= GETATTR_RATE * TOLERANCE,
-        "{mode}: {rate:.1} stats/s under {GETATTR_RULE} (±{}%), {n} calls",
-        TOLERANCE * 100.0
-    );
+    let n = times.len();
+    let rate = assert_getattr_held(&times, &stats, mode);
     let most = busiest_second(&times);
     eprintln!("{mode}: {n} calls, {rate:.2} stats/s after the burst, at most {most} in one second");
     let bound = GETATTR_RATE as usize + GETATTR_BURST + workers;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::daemons::{Local, daemon_dir, free_port, share, wait_for};
+use common::daemons::{Local, daemon_dir, free_port, share, steady_rate, wait_for};
 use common::{bin_dir, munged_argv, open_to_all, path_str, sluice_bin, tmp_dir};
 
 /// One Slurm at a time: the first test measures rates on the machine's two cores.
@@ -616,13 +616,6 @@ fn a_slurm_jobs_report_is_in_its_admin_comment() {
         report["pools"]["md"]["held_s"].as_f64().unwrap() > 0.5,
         "{report}"
     );
-}
-
-/// Calls per second after the first `skip` of the sorted call times `times` (ns).
-fn steady_rate(times: &[u64], skip: usize) -> f64 {
-    let n = times.len();
-    assert!(n > skip + 10, "too few calls: {n}");
-    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / 1e9)
 }
 
 /// The id of the last job this Slurm ran.

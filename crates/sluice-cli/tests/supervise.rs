@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use common::daemons::{
+    GETATTR_BURST, GETATTR_RATE, GETATTR_RULE, assert_getattr_held, call_times, steady_rate,
+};
 use common::{Scratch, Sluice, Stats, c_prog, c_prog_with, direct, ok, path_str, tmp_dir};
 
 /// How long each program runs: 3 s in CI; `SLUICE_SUPERVISE_MS=10000` for the issue's
@@ -28,11 +31,6 @@ fn run_ms() -> u64 {
         .unwrap_or(3000)
 }
 const TOLERANCE: f64 = 0.02;
-const SEC: u64 = 1_000_000_000;
-const GETATTR_RULE: &str = "op=getattr rate=2000/s";
-const GETATTR_RATE: f64 = 2000.0;
-/// The default burst: 10 ms of the rate.
-const GETATTR_BURST: usize = 20;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -43,27 +41,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// `tests/c/rate.c` linked statically.
 fn static_rate() -> String {
     c_prog_with("rate", &["-static"])
-}
-
-/// Every call time `rate` recorded in `out`, sorted.
-fn times_in(out: &Path) -> Vec<u64> {
-    let mut times = Vec::new();
-    for entry in std::fs::read_dir(out).unwrap() {
-        let p = entry.unwrap().path();
-        if p.file_name().unwrap().to_str().unwrap().starts_with("ts.") {
-            let text = std::fs::read_to_string(&p).unwrap();
-            times.extend(text.lines().map(|l| l.parse::<u64>().unwrap()));
-        }
-    }
-    times.sort_unstable();
-    times
-}
-
-/// Calls per second after the first `skip` calls.
-fn steady_rate(times: &[u64], skip: usize) -> f64 {
-    let n = times.len();
-    assert!(n > skip + 10, "too few calls: {n}");
-    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / SEC as f64)
 }
 
 /// The `supervised` list of a report: (exe, why) pairs.
@@ -91,23 +68,11 @@ fn check_rate(prog: &str, mode: &str, child: Option<&str>) -> Stats {
     let mut cmd = argv![prog, mode, s.file, path_str(out.path()), run_ms()].to_vec();
     cmd.extend(child.map(str::to_owned));
     let stats = s.sluice().rule(GETATTR_RULE).exec(&cmd).into_stats();
-    let times = times_in(out.path());
-    let n = times.len() as u64;
-    assert_eq!(
-        stats.calls("getattr"),
-        n,
-        "{mode}: getattr counted vs calls made"
-    );
-    assert_eq!(
-        stats.rule(0, "admitted"),
-        n,
-        "{mode}: admitted vs calls made"
-    );
-    let rate = steady_rate(&times, GETATTR_BURST);
-    eprintln!("{prog} {mode}: {n} calls, {rate:.2} stats/s after the burst");
-    assert!(
-        (rate - GETATTR_RATE).abs() <= GETATTR_RATE * TOLERANCE,
-        "{mode}: {rate:.1} stats/s under {GETATTR_RULE} (±2%), {n} calls"
+    let times = call_times(out.path());
+    let rate = assert_getattr_held(&times, &stats, mode);
+    eprintln!(
+        "{prog} {mode}: {} calls, {rate:.2} stats/s after the burst",
+        times.len()
     );
     stats
 }
@@ -140,7 +105,7 @@ fn a_static_writer_is_held_by_a_data_rule() {
     let prog = static_rate();
     let cmd = argv![&prog, "pwrite", s.file, path_str(out.path()), run_ms()];
     let stats = s.sluice().rule(DATA_RULE).exec(&cmd).into_stats();
-    let times = times_in(out.path());
+    let times = call_times(out.path());
     let n = times.len() as u64;
     assert_eq!(stats.calls("write"), n, "pwrite calls counted");
     assert_eq!(stats.bytes("write"), n << 20, "bytes counted");

@@ -1,19 +1,41 @@
 //! Users and groups as the system's databases know them.
 
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, c_char, c_int};
+
+/// An entry of the user or group database: a C struct of integers and pointers, for which
+/// all zeros is a valid value.
+trait Entry {}
+impl Entry for libc::passwd {}
+impl Entry for libc::group {}
+
+/// Reads an entry of the user or group database with its reentrant lookup (`getpwuid_r`,
+/// `getpwnam_r`, `getgrnam_r`: one signature but the key): the entry, whose strings are
+/// in `buf`, or `None` when there is none or `buf` is too small for it.
+fn lookup<K, T: Entry>(
+    key: K,
+    call: unsafe extern "C" fn(K, *mut T, *mut c_char, usize, *mut *mut T) -> c_int,
+    buf: &mut [u8],
+) -> Option<T> {
+    // SAFETY: all zeros is a valid entry (`Entry`), and so a valid out-value.
+    let mut entry: T = unsafe { std::mem::zeroed() };
+    let mut out: *mut T = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the sizes given; the lookup writes into them.
+    let rc = unsafe {
+        call(
+            key,
+            &mut entry,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut out,
+        )
+    };
+    (rc == 0 && !out.is_null()).then_some(entry)
+}
 
 /// `uid`'s entry: its login name and primary group.
 fn passwd(uid: u32) -> Option<(String, u32)> {
-    // SAFETY: an all-zero passwd is a valid out-value for getpwuid_r.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut buf = vec![0u8; 16 * 1024];
-    let mut out: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the sizes given; getpwuid_r writes into them.
-    let rc =
-        unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut out) };
-    if rc != 0 || out.is_null() {
-        return None;
-    }
+    let pw = lookup(uid, libc::getpwuid_r, &mut buf)?;
     // SAFETY: on success pw_name points into buf, NUL-terminated.
     let name = unsafe { CStr::from_ptr(pw.pw_name) }
         .to_string_lossy()
@@ -36,44 +58,16 @@ pub fn user_exists(name: &str) -> bool {
     let Ok(cname) = CString::new(name) else {
         return false;
     };
-    // SAFETY: an all-zero passwd is a valid out-value for getpwnam_r.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut buf = vec![0u8; 16 * 1024];
-    let mut out: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the sizes given.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            cname.as_ptr(),
-            &mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut out,
-        )
-    };
-    rc == 0 && !out.is_null()
+    lookup(cname.as_ptr(), libc::getpwnam_r, &mut buf).is_some()
 }
 
 /// The group called `name`: its gid and its members (those for whom it is a
 /// supplementary group).
 fn group(name: &str) -> Option<(u32, Vec<String>)> {
     let cname = CString::new(name).ok()?;
-    // SAFETY: an all-zero group is a valid out-value for getgrnam_r.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
     let mut buf = vec![0u8; 64 * 1024];
-    let mut out: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: pointers valid for the sizes given.
-    let rc = unsafe {
-        libc::getgrnam_r(
-            cname.as_ptr(),
-            &mut gr,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut out,
-        )
-    };
-    if rc != 0 || out.is_null() {
-        return None;
-    }
+    let gr = lookup(cname.as_ptr(), libc::getgrnam_r, &mut buf)?;
     let mut members = Vec::new();
     let mut member = gr.gr_mem;
     // SAFETY: gr_mem is a NULL-terminated array of NUL-terminated strings in buf.

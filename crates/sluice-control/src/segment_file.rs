@@ -142,17 +142,9 @@ impl SegmentFile {
             source,
         };
         header.header().layout().map_err(layout)?;
-        let len = file
-            .metadata()
-            .map_err(io(format!("cannot stat {}", path.display())))?
-            .len();
-        if len < Segment::SIZE as u64 {
-            return Err(SegmentFileError::Short {
-                path,
-                len,
-                what: format!("shorter than a segment ({} bytes)", Segment::SIZE),
-            });
-        }
+        holds(&path, &file, Segment::SIZE, || {
+            format!("shorter than a segment ({} bytes)", Segment::SIZE)
+        })?;
         let seg = Self::map(path.clone(), &file, false)?;
         seg.segment().config().map_err(layout)?;
         Ok(seg)
@@ -226,17 +218,7 @@ impl HeaderFile {
     }
 
     fn map(path: &Path, file: &File) -> Result<Self, SegmentFileError> {
-        let len = file
-            .metadata()
-            .map_err(io(format!("cannot stat {}", path.display())))?
-            .len();
-        if len < Header::SIZE as u64 {
-            return Err(SegmentFileError::Short {
-                path: path.to_owned(),
-                len,
-                what: "not a segment".into(),
-            });
-        }
+        holds(path, file, Header::SIZE, || "not a segment".into())?;
         // SAFETY: the file holds at least the header's bytes; others change them only
         // through atomics.
         let map = unsafe { MmapOptions::new().len(Header::SIZE).map_mut(file) }
@@ -250,6 +232,29 @@ impl HeaderFile {
         // as self.
         unsafe { Header::from_ptr(self.map.as_ptr()) }
     }
+}
+
+/// Refuses a segment file (`file`, at `path`) shorter than `size` bytes, as
+/// [`SegmentFileError::Short`] with `what()` saying what it is then: mapping more than the
+/// file holds would fault on the first access past its end.
+fn holds(
+    path: &Path,
+    file: &File,
+    size: usize,
+    what: impl FnOnce() -> String,
+) -> Result<(), SegmentFileError> {
+    let len = file
+        .metadata()
+        .map_err(io(format!("cannot stat {}", path.display())))?
+        .len();
+    if len < size as u64 {
+        return Err(SegmentFileError::Short {
+            path: path.to_owned(),
+            len,
+            what: what(),
+        });
+    }
+    Ok(())
 }
 
 fn open_rw(path: &Path) -> Result<File, SegmentFileError> {

@@ -515,9 +515,7 @@ mod tests {
     /// with a rate they never reach: each is counted once, as many times as the other.
     /// Returns how many the lane took, and how many each thousand had timed.
     fn lane_and_admit(compiled: &Compiled, i: usize) -> (u64, (u64, u64)) {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let clock = Monotonic(Instant::now());
         seg.init(
             "job 1\n",
@@ -578,9 +576,7 @@ mod tests {
     /// one unit), and a rule's channel still charges one call.
     #[test]
     fn a_weighed_pool_charges_each_call_its_operation_s_cost() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let clock = Monotonic(Instant::now());
         let pool = MAX_RULES;
         // 1,000 units a second with a burst of 10: the 11th unit within a second waits.
@@ -635,9 +631,7 @@ mod tests {
     /// A call the batch does not cover is left to `admit`, counted nowhere.
     #[test]
     fn a_call_its_batch_does_not_cover_counts_nothing() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let clock = Monotonic(Instant::now());
         seg.init("job 1\n", &[(0, Limit::new(0, 1))], clock.now_ns())
             .unwrap();

@@ -186,9 +186,7 @@ mod tests {
     /// unthrottled: the estimate doubles the first two and keeps the third.
     #[test]
     fn demand_scales_each_thread_by_the_time_it_could_work() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let watched = [Watched {
             index: 2,
             bytes: false,
@@ -212,9 +210,7 @@ mod tests {
 
     #[test]
     fn a_thread_that_only_waited_counts_a_bounded_factor() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let watched = [Watched {
             index: 70,
             bytes: true,
@@ -233,9 +229,7 @@ mod tests {
     /// admitted: in the interval, or since it opened when it admitted none in it.
     #[test]
     fn arrivals_of_a_bytes_channel_are_counted_in_bytes() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let watched = [Watched {
             index: 66,
             bytes: true,
@@ -264,9 +258,7 @@ mod tests {
     /// pool's demand is what it was admitted, the rule's twice that.
     #[test]
     fn time_held_by_another_channel_is_not_demand() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let watched = [
             Watched {
                 index: 1,

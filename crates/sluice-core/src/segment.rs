@@ -759,13 +759,28 @@ impl Default for Totals {
     }
 }
 
+/// A segment on the heap that a test owns (from [`fresh`]); it reads as the segment, so
+/// the one `unsafe` view of its memory is here rather than in every test.
+#[cfg(test)]
+pub(crate) struct Fresh(Box<std::mem::MaybeUninit<Segment>>);
+
+#[cfg(test)]
+impl std::ops::Deref for Fresh {
+    type Target = Segment;
+
+    fn deref(&self) -> &Segment {
+        // SAFETY: zeroed, aligned, and owned by `self`, which outlives the borrow.
+        unsafe { Segment::from_ptr(self.0.as_ptr() as *const u8) }
+    }
+}
+
 /// A zeroed segment on the heap, for tests that need one without a file.
 #[cfg(test)]
-pub(crate) fn fresh() -> Box<std::mem::MaybeUninit<Segment>> {
+pub(crate) fn fresh() -> Fresh {
     let mut b = Box::<Segment>::new_uninit();
     // SAFETY: writing zeros over the whole allocation is a valid Segment.
     unsafe { std::ptr::write_bytes(b.as_mut_ptr() as *mut u8, 0, Segment::SIZE) };
-    b
+    Fresh(b)
 }
 
 #[cfg(test)]
@@ -774,9 +789,7 @@ mod tests {
 
     #[test]
     fn init_publishes_config_and_limits() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         assert_eq!(seg.config(), Err(SegmentError::NotASegment));
         seg.init("job 1\n", &[(0, Limit::new(5, 1))], 0).unwrap();
         assert_eq!(seg.config().unwrap(), ("job 1\n".to_owned(), 1));
@@ -801,9 +814,7 @@ mod tests {
         assert_eq!(latency_bucket(1000), 10);
         assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
         assert_eq!(latency_bucket_floor(10), 512);
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let (a, shared) = (seg.next_shard(), SHARDS);
         for _ in 0..=SHARDS {
             seg.next_shard();
@@ -840,9 +851,7 @@ mod tests {
 
     #[test]
     fn a_published_configuration_replaces_the_one_in_force() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         seg.init("job 1\nrule 0 op=open rate=1/s\n", &[], 0)
             .unwrap();
         seg.publish("job 1\n").unwrap();
@@ -860,11 +869,9 @@ mod tests {
     /// own number in word 1) and reads the same: the words layout 4 added were its padding.
     #[test]
     fn segments_of_this_layout_are_read_by_layout_3_readers() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         seg.init("job 1\n", &[], 0).unwrap();
-        let words = b.as_ptr() as *const u64;
+        let words = std::ptr::from_ref::<Segment>(seg) as *const u64;
         // SAFETY: the header's words, in the zeroed allocation.
         let word = |i| unsafe { *words.add(i) };
         assert_eq!(
@@ -886,9 +893,7 @@ mod tests {
     /// refusals can be counted in what was its padding.
     #[test]
     fn a_layout_3_segment_is_read_as_layout_3() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         seg.init("job 1\n", &[], 0).unwrap();
         seg.header.layout.store(0, Ordering::Relaxed);
         let v3 = Layout {
@@ -910,9 +915,7 @@ mod tests {
     /// and every refusal is counted with the refusing stage's layout.
     #[test]
     fn a_segment_that_needs_a_later_reader_is_refused_and_counts_refusals() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         seg.init("job 1\n", &[], 0).unwrap();
         let future = Layout {
             version: LAYOUT_VERSION + 3,
@@ -945,9 +948,7 @@ mod tests {
     /// is neither read as refusals nor written; a file without the magic is not a segment.
     #[test]
     fn layouts_before_the_stable_prefix_are_too_old_and_left_alone() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         assert_eq!(seg.header().layout(), Err(SegmentError::NotASegment));
         assert!(!seg.header().refuse(LAYOUT_VERSION));
         seg.init("job 1\n", &[], 0).unwrap();
@@ -966,9 +967,7 @@ mod tests {
     /// A rate change keeps the queue's order and drains the backlog at the new rate.
     #[test]
     fn a_rate_change_rescales_the_backlog() {
-        let b = fresh();
-        // SAFETY: zeroed, aligned, lives for the test.
-        let seg = unsafe { Segment::from_ptr(b.as_ptr() as *const u8) };
+        let seg = &fresh();
         let bucket = seg.bucket(3);
         bucket.set_limit(Limit::new(10, 1), 0);
         let g = bucket.generation();

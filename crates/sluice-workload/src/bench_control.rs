@@ -34,7 +34,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::{Doing as _, IoFailure};
+use crate::error::{Doing as _, IoFailure, fail};
 use crate::harness::{HarnessError, Process, free_port, temp_dir};
 use sluice_control::cluster::{ChannelObs, NodeJob};
 use sluice_control::config::format_duration;
@@ -140,11 +140,10 @@ impl BenchError {
 
 type Result<T, E = BenchError> = std::result::Result<T, E>;
 
-/// Fails with a message of the bench's own.
-macro_rules! fail {
-    ($($arg:tt)*) => {
-        return Err(BenchError::Failed(format!($($arg)*)))
-    };
+impl crate::error::Failure for BenchError {
+    fn failed(message: String) -> Self {
+        BenchError::Failed(message)
+    }
 }
 
 // ---------------------------------------------------------------- the driver
@@ -488,7 +487,7 @@ async fn simulate_async(global: SocketAddr, o: &ControlBenchOptions) -> Result<(
                 None => fail!("a simulated local vanished"),
             }
         }
-        Ok(())
+        Ok::<(), BenchError>(())
     };
     let Ok(ready) = tokio::time::timeout(CONNECT_DEADLINE, all_ready).await else {
         fail!(

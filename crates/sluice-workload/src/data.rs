@@ -27,7 +27,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::error::{Doing as _, IoFailure};
+use crate::error::{Doing as _, IoFailure, fail};
 pub use crate::ior::Access;
 use crate::load::LoadError;
 
@@ -49,7 +49,28 @@ pub enum DataError {
     Failed(String),
 }
 
+impl crate::error::Failure for DataError {
+    fn failed(message: String) -> Self {
+        DataError::Failed(message)
+    }
+}
+
 type Result<T, E = DataError> = std::result::Result<T, E>;
+
+/// What each of a scope's `workers` returned, in their order: the first failure, or a
+/// worker that panicked as a failure of its own (`a thread panicked`).
+pub(crate) fn joined<T>(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<T>>>,
+    worker: &str,
+) -> Result<Vec<T>> {
+    workers
+        .into_iter()
+        .map(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(DataError::Failed(format!("a {worker} panicked"))))
+        })
+        .collect()
+}
 
 /// When a job does its I/O.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,9 +171,7 @@ impl Aligned {
         // same layout.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(DataError::Failed(format!(
-                "cannot allocate a buffer of {len} bytes"
-            )));
+            fail!("cannot allocate a buffer of {len} bytes");
         }
         // SAFETY: `ptr` is valid for `len` bytes, written only through this buffer.
         unsafe { std::ptr::write_bytes(ptr, 0x5a, len) };
@@ -253,11 +272,7 @@ impl Cursor {
             )
         })?;
         if n == 0 {
-            return Err(DataError::Failed(format!(
-                "{}: nothing moved at byte {}",
-                self.path.display(),
-                self.at
-            )));
+            fail!("{}: nothing moved at byte {}", self.path.display(), self.at);
         }
         self.at = (self.at + n as u64) % self.wrap;
         Ok(n as u64)
@@ -448,13 +463,7 @@ pub fn run(spec: &DataSpec, mut each_second: impl FnMut(u64, u64)) -> Result<Dat
                 break;
             }
         }
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(DataError::Failed("a thread panicked".into())))
-            })
-            .collect::<Result<Vec<_>>>()
+        joined(workers, "thread")
     })?;
     // A phase is the threads' stretches of the same index together: from the first
     // start to the last end (the threads of a periodic job meet at barriers).

@@ -4,10 +4,7 @@
 //! or write, named by what was being done, and [`Doing`], which gives an
 //! [`std::io::Result`] that name.
 
-use std::error::Error;
-
 use sluice_core::error::{Blame, Fault};
-use sluice_core::{blame_all, blame_of};
 
 use crate::alloc::AllocError;
 use crate::bench_control::BenchError;
@@ -18,21 +15,20 @@ use crate::load::LoadError;
 use crate::plot::PlotError;
 use crate::trace::TraceError;
 
-/// Whose fault `cause` is, for the error types of sluice's libraries; `None` for any
-/// other type. The binary asks this once per cause of an error's chain.
-pub fn fault(cause: &(dyn Error + 'static)) -> Option<Fault> {
-    blame_of!(cause;
-        LoadError,
-        TraceError,
-        ExperimentError,
-        HarnessError,
-        PlotError,
-        IoFailure,
-        DataError,
-        AllocError,
-        BenchError,
-    )
-    .or_else(|| sluice_control::error::fault(cause))
+sluice_core::faults! {
+    /// Whose fault `cause` is, for the error types of sluice's libraries; `None` for any
+    /// other type. The binary asks this once per cause of an error's chain.
+    pub fn fault;
+    // An operation that cannot be generated, a directory or a trace the administrator
+    // named.
+    Input: LoadError, TraceError;
+    // Processes of the harness, a chart that cannot be drawn, files of a run, a
+    // benchmark's processes.
+    System: HarnessError, PlotError, IoFailure, BenchError;
+    // Whose fault these are depends on the error: each says it (below, or beside the
+    // type).
+    own: ExperimentError, DataError, AllocError;
+    below: sluice_control::error::fault;
 }
 
 /// A file, a directory or a process the laboratory could not make, read or write:
@@ -62,17 +58,30 @@ impl<T> Doing<T> for std::io::Result<T> {
     }
 }
 
-// An operation that cannot be generated, a directory or a trace the administrator named.
-blame_all!(Input: LoadError, TraceError);
-// Processes of the harness, a chart that cannot be drawn, files of a run, a benchmark's
-// processes.
-blame_all!(System: HarnessError, PlotError, IoFailure, BenchError);
+/// An error with a variant for a failure told in the laboratory's own words (a child that
+/// said what it should not, a file that moved nothing): what `fail!` returns.
+pub(crate) trait Failure {
+    /// The failure `message`.
+    fn failed(message: String) -> Self;
+}
+
+/// Returns a failure of the function's own error type ([`Failure`]), in its own words:
+/// `fail!("the simulator has no standard output")`.
+macro_rules! fail {
+    ($($arg:tt)*) => {
+        return Err($crate::error::Failure::failed(format!($($arg)*)))
+    };
+}
+pub(crate) use fail;
 
 impl Blame for ExperimentError {
+    /// A scenario written wrongly is the administrator's (nothing was run), and so is a
+    /// data job asked for wrongly; the rest happened while running.
     fn fault(&self) -> Fault {
-        match self.is_input() {
-            true => Fault::Input,
-            false => Fault::System,
+        match self {
+            ExperimentError::Scenario(_) => Fault::Input,
+            ExperimentError::Data(e) => e.fault(),
+            _ => Fault::System,
         }
     }
 }

@@ -15,8 +15,8 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::data::DataError;
-use crate::error::Doing as _;
+use crate::data::{DataError, joined};
+use crate::error::{Doing as _, fail};
 use crate::load::LoadError;
 
 type Result<T, E = DataError> = std::result::Result<T, E>;
@@ -145,10 +145,7 @@ impl IorSpec {
             }
             .doing(|| format!("move a transfer of {} at byte {at}", path.display()))?;
             if n == 0 {
-                return Err(DataError::Failed(format!(
-                    "{}: ended at byte {at}",
-                    path.display()
-                )));
+                fail!("{}: ended at byte {at}", path.display());
             }
             calls.fetch_add(1, Ordering::Relaxed);
             bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -217,13 +214,7 @@ pub fn run(spec: &IorSpec, mut each_second: impl FnMut(u64, u64, u64)) -> Result
             each_second(sec, now.0 - last.0, now.1 - last.1);
             last = now;
         }
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(DataError::Failed("a rank panicked".into())))
-            })
-            .collect::<Result<Vec<_>>>()
+        joined(workers, "rank")
     });
     report.elapsed_s = start.elapsed().as_secs_f64();
     report.bytes = bytes.load(Ordering::Relaxed);

@@ -11,7 +11,7 @@ use serde_json::Value;
 use sluice_workload::harness::{self, Process, Sluice};
 use tempfile::TempDir;
 
-use super::{bin_dir, path_str, sluice_bin, tmp_dir};
+use super::{Stats, bin_dir, path_str, sluice_bin, tmp_dir};
 
 /// CLOCK_MONOTONIC, the clock the stage and the C programs record.
 pub fn monotonic_ns() -> u64 {
@@ -350,6 +350,44 @@ pub fn call_times(dir: &Path) -> Vec<u64> {
 pub fn rate_between(times: &[u64], from: u64, to: u64) -> f64 {
     let n = times.iter().filter(|&&t| t >= from && t < to).count();
     n as f64 / ((to - from) as f64 / 1e9)
+}
+
+/// Calls per second after the first `skip` of the sorted call times `times` (ns): with a
+/// burst of `skip` calls, the calls after it are spaced exactly 1/rate apart.
+pub fn steady_rate(times: &[u64], skip: usize) -> f64 {
+    let n = times.len();
+    assert!(n > skip + 10, "too few calls: {n}");
+    (n - 1 - skip) as f64 / ((times[n - 1] - times[skip]) as f64 / 1e9)
+}
+
+/// The rule of the `rate` program's runs of stat calls.
+pub const GETATTR_RULE: &str = "op=getattr rate=2000/s";
+/// [`GETATTR_RULE`]'s rate, calls per second.
+pub const GETATTR_RATE: f64 = 2000.0;
+/// [`GETATTR_RULE`]'s burst: the default, 10 ms of the rate.
+pub const GETATTR_BURST: usize = 20;
+
+/// Checks a `rate` run of stat calls in `mode` under [`GETATTR_RULE`] (`times`: the calls
+/// it recorded, sorted; `stats`: its report): every call counted and admitted, and the
+/// rate after the burst within 2%. Returns that rate.
+pub fn assert_getattr_held(times: &[u64], stats: &Stats, mode: &str) -> f64 {
+    let n = times.len() as u64;
+    assert_eq!(
+        stats.calls("getattr"),
+        n,
+        "{mode}: getattr counted vs calls made"
+    );
+    assert_eq!(
+        stats.rule(0, "admitted"),
+        n,
+        "{mode}: admitted vs calls made"
+    );
+    let rate = steady_rate(times, GETATTR_BURST);
+    assert!(
+        (rate - GETATTR_RATE).abs() <= GETATTR_RATE * 0.02,
+        "{mode}: {rate:.1} stats/s under {GETATTR_RULE} (±2%), {n} calls"
+    );
+    rate
 }
 
 /// The most calls within any one-second window.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::scenario::FsSpec;
-use super::{ExperimentError, Result, fail};
-use crate::error::Doing as _;
+use super::{ExperimentError, Result};
+use crate::error::{Doing as _, fail};
 
 /// The root blkio cgroup: a throttle there holds the whole device.
 const BLKIO: &str = "/sys/fs/cgroup/blkio";

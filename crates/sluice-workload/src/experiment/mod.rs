@@ -65,26 +65,11 @@ pub enum ExperimentError {
     Interrupted,
 }
 
-impl ExperimentError {
-    /// Whether the administrator's input is at fault (nothing was run).
-    pub fn is_input(&self) -> bool {
-        match self {
-            ExperimentError::Scenario(_) => true,
-            ExperimentError::Data(e) => {
-                sluice_core::error::Blame::fault(e) == sluice_core::error::Fault::Input
-            }
-            _ => false,
-        }
+impl crate::error::Failure for ExperimentError {
+    fn failed(message: String) -> Self {
+        ExperimentError::Failed(message)
     }
 }
-
-/// Fails with a message of the runner's own.
-macro_rules! fail {
-    ($($arg:tt)*) => {
-        return Err($crate::experiment::ExperimentError::Failed(format!($($arg)*)))
-    };
-}
-pub(crate) use fail;
 
 /// A result of the runner.
 type Result<T, E = ExperimentError> = std::result::Result<T, E>;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::error::Doing as _;
+use crate::error::{Doing as _, fail};
 use crate::synth::{SynthSpec, synth};
 use sluice_control::source::{self, Counters, ServerReading};
 use sluice_core::rule::Rate;
@@ -21,7 +21,7 @@ use super::fs::{CephFs, LoopFs};
 use super::live::Live;
 use super::scenario::{Job, Scenario, Setup, Workload};
 use super::summary::{Outcome, PhaseRecord, write_outputs};
-use super::{ExperimentError, Result, fail};
+use super::{ExperimentError, Result};
 use crate::harness::{LocalPlace, Process, Sluice, free_port, tail};
 
 /// How a scenario is run.

@@ -819,7 +819,8 @@ mod tests {
     fn a_job_rule_that_does_not_parse_is_the_administrators_input() {
         let text = crate::demo::SCENARIO.replace("rate=16000/s", "rat=16000/s");
         let e = Scenario::parse(&text, "s.toml").expect_err("a bad rule");
-        assert!(e.is_input(), "{e}");
+        let fault = sluice_core::error::Blame::fault(&e);
+        assert_eq!(fault, sluice_core::error::Fault::Input, "{e}");
         assert!(e.to_string().contains("job sim: rule"), "{e}");
     }
 
