@@ -534,14 +534,7 @@ pub(crate) async fn local_ticks(
                 let policy = (c.policy_version() != version).then(|| c.policy());
                 c.cluster().record_history(interval.as_secs_f64());
                 if let Some(m) = &metrics {
-                    m.cycle_took(start.elapsed().as_secs_f64());
-                    m.record_cycle(
-                        cycle,
-                        &c.jobs(),
-                        &c.pools(),
-                        &c.pool_costs(),
-                        interval.as_secs_f64(),
-                    );
+                    m.record_coordinator(cycle, start.elapsed().as_secs_f64(), &c, interval);
                 }
                 (rates, policy)
             };

@@ -203,6 +203,25 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// What a controller's cycle leaves: how long it took, then its jobs, pools and
+    /// costs as the coordinator holds them after it.
+    pub fn record_coordinator(
+        &self,
+        cycle: u64,
+        took_s: f64,
+        c: &crate::coordinator::Coordinator,
+        interval: std::time::Duration,
+    ) {
+        self.cycle_took(took_s);
+        self.record_cycle(
+            cycle,
+            &c.jobs(),
+            &c.pools(),
+            &c.pool_costs(),
+            interval.as_secs_f64(),
+        );
+    }
+
     /// Computed cycle `cycle` of intervals of `interval_s` seconds: every job's share in
     /// every pool, the pools, and what each operation costs the pools that weigh them
     /// (`costs`, by pool). A cycle the global skipped (it computes the latest one

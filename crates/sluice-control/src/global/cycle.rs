@@ -115,15 +115,8 @@ impl Global {
         c.cluster().record_history(interval.as_secs_f64());
         drop(c);
         if let Some(m) = &self.metrics {
-            m.cycle_took(since_ns as f64 / 1e9);
             let c = self.coordinator.lock().expect("coordinator");
-            m.record_cycle(
-                cycle,
-                &c.jobs(),
-                &c.pools(),
-                &c.pool_costs(),
-                interval.as_secs_f64(),
-            );
+            m.record_coordinator(cycle, since_ns as f64 / 1e9, &c, interval);
         }
     }
 }
