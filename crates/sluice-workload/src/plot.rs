@@ -31,8 +31,11 @@ pub struct Panel {
     pub series: Vec<Series>,
     /// (seconds, the jobs' summed rate) points.
     pub total: Vec<(f64, f64)>,
-    /// The pool's capacity.
+    /// The pool's capacity (the red line).
     pub capacity: f64,
+    /// The red line's legend where it is not the pool's fixed capacity (an automatic
+    /// pool's, a latency target); `None`: "pool capacity N/s".
+    pub capacity_label: Option<String>,
 }
 
 /// Why a chart could not be drawn.
@@ -65,7 +68,7 @@ pub fn png(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(),
 
 /// A value for an axis or legend: thousands as `k` when large (calls per second), as it
 /// is when small (MB per second).
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     if v.abs() >= 1000.0 {
         format!("{:.0}k", v / 1000.0)
     } else {
@@ -124,7 +127,12 @@ fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), St
                 CAPACITY.stroke_width(2),
             ))
             .map_err(|e| e.to_string())?
-            .label(format!("pool capacity {}/s", short(capacity)))
+            .label(
+                panel
+                    .capacity_label
+                    .clone()
+                    .unwrap_or_else(|| format!("pool capacity {}/s", short(capacity))),
+            )
             .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], CAPACITY.stroke_width(2)));
         chart
             .draw_series(LineSeries::new(
@@ -186,6 +194,7 @@ mod tests {
             total: series.rate.clone(),
             series: vec![series],
             capacity: 2.5,
+            capacity_label: None,
         };
         png(&path, "t", "ops/s", &[panel.clone(), panel]).unwrap();
         let bytes = std::fs::read(&path).unwrap();

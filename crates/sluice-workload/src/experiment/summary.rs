@@ -351,6 +351,13 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             let name = format!("{}-phases.csv", file_name(&o.setup));
             write(&out.join(name), &phases)?;
         }
+        let setup = sc.setups.iter().find(|s| s.name == o.setup);
+        // A weighed pool's limits and allocations are cost units, its jobs' rates calls.
+        let units = if setup.is_some_and(|s| !s.costs.is_empty() || s.costs_from.is_some()) {
+            " units"
+        } else {
+            ""
+        };
         let series = o
             .jobs
             .iter()
@@ -358,7 +365,7 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             .map(|(i, job)| Series {
                 name: match o.limits[i] {
                     Some(l) if bytes => format!("{job} (limit {:.1} MB/s)", l * scale),
-                    Some(l) => format!("{job} (limit {l}/s)"),
+                    Some(l) => format!("{job} (limit {l}{units}/s)"),
                     None => job.clone(),
                 },
                 rate: o
@@ -389,6 +396,12 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                 .map(|s| (s as f64, o.total_at(s) * scale))
                 .collect(),
             capacity: capacity * scale,
+            capacity_label: setup.and_then(|s| s.auto.as_ref()).map(|_| {
+                format!(
+                    "the scenario's pool, {}{units}/s; this one's is automatic: its allocations",
+                    crate::plot::short(capacity * scale)
+                )
+            }),
         };
         png(
             &base.with_extension("png"),
@@ -553,6 +566,10 @@ fn mds_outputs(
                 .map(|(s, r)| (*s as f64, r.requests_per_s / 10.0))
                 .collect(),
             capacity: target_us.unwrap_or(0.0),
+            capacity_label: Some(match target_us {
+                Some(t) => format!("latency target {t:.0} µs"),
+                None => "no latency target".into(),
+            }),
         };
         png(
             &base.with_extension("png"),
