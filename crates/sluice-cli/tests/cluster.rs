@@ -443,8 +443,20 @@ fn set10_hands_an_idle_holders_rate_to_the_next_job_within_the_interval() {
         &["--mount", &s.file],
         &[&rate, "one", &s.file, &path_str(out_b.path()), "7500"],
     );
+    // Each job's period, as SET-10 places it, in `sluice jobs`.
+    let jobs = local.jobs();
+    let period = &jobs["jobs"]
+        .as_array()
+        .and_then(|all| all.iter().find(|j| j["job"] == "A"))
+        .map(|a| a["pools"]["md"]["period"].clone());
     assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
     assert!(holds, "A never held the pool alone: {}", local.jobs());
+    assert!(
+        period
+            .as_ref()
+            .is_some_and(|p| p["from"] == "given" && p["seconds"] == 2.0),
+        "sluice jobs should say A is placed by its given period of 2 s: {jobs}"
+    );
     let (a1, a2, tb) = (
         call_times(before.path()),
         call_times(after.path()),

@@ -652,9 +652,14 @@ pub fn jobs_json(reply: &JobsReply) -> serde_json::Value {
                 .pools
                 .iter()
                 .map(|(name, s)| {
-                    let share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
+                    let mut share = serde_json::json!({"allocation": s.allocation, "rate": s.rate,
                         "demand": s.demand, "arrivals": s.arrivals, "limit": s.limit, "weight": s.weight,
                         "wait": s.wait, "calls": s.calls});
+                    if let Some(p) = &s.period {
+                        share["period"] = serde_json::json!({"seconds": p.seconds, "from": p.from,
+                            "detected": p.detected, "confidence": p.confidence,
+                            "p_value": p.p_value, "cycles": p.cycles});
+                    }
                     (name.clone(), share)
                 })
                 .collect();

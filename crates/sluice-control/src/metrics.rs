@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use sluice_core::cost::Costs;
 use sluice_core::op::Op;
 
-use crate::cluster::{ChannelObs, JobView, NodeJob, PoolView, ShareView};
+use crate::cluster::{ChannelObs, JobView, NodeJob, PeriodView, PoolView, ShareView};
 
 /// A job in a pool (on a node, for a local's own figures; empty on the global).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -81,6 +81,8 @@ pub struct Metrics {
     wait: FloatCounter,
     allocation: FloatGauge<JobLabels>,
     demand: FloatGauge<JobLabels>,
+    period: FloatGauge<JobLabels>,
+    period_confidence: FloatGauge<JobLabels>,
     capacity: FloatGauge<PoolLabels>,
     allocated: FloatGauge<PoolLabels>,
     used: FloatGauge<PoolLabels>,
@@ -112,6 +114,8 @@ impl Default for Metrics {
             wait: FloatCounter::default(),
             allocation: FloatGauge::default(),
             demand: FloatGauge::default(),
+            period: FloatGauge::default(),
+            period_confidence: FloatGauge::default(),
             capacity: FloatGauge::default(),
             allocated: FloatGauge::default(),
             used: FloatGauge::default(),
@@ -152,6 +156,16 @@ impl Default for Metrics {
             "job_demand",
             "The job's estimated unthrottled demand in the pool, units per second",
             m.demand.clone(),
+        );
+        r.register(
+            "job_period_seconds",
+            "The I/O period the pool's algorithm places the job by (SET-10), seconds; 0 while unknown. Only for pools whose algorithm places jobs by their period",
+            m.period.clone(),
+        );
+        r.register(
+            "job_period_confidence",
+            "The confidence of the last detection of the job's I/O period, in [0, 1] (SET-10 acts on it from 0.8); 0 before one, and for a period given",
+            m.period_confidence.clone(),
         );
         r.register(
             "pool_capacity",
@@ -247,6 +261,7 @@ impl Metrics {
                 self.add(&labels, share_obs(share), interval_s);
                 self.allocation.get_or_create(&labels).set(share.allocation);
                 self.demand.get_or_create(&labels).set(share.demand);
+                self.set_period(&labels, share.period.as_ref());
                 live_jobs.insert(labels);
             }
         }
@@ -392,6 +407,23 @@ impl Metrics {
             .inc_by(per_sec.wait * interval_s);
     }
 
+    /// A job's period series, or none when its pool's algorithm has no periods.
+    fn set_period(&self, labels: &JobLabels, period: Option<&PeriodView>) {
+        match period {
+            Some(p) => {
+                let confidence = p.last.map_or(0.0, |d| d.confidence);
+                self.period
+                    .get_or_create(labels)
+                    .set(p.seconds.unwrap_or(0.0));
+                self.period_confidence.get_or_create(labels).set(confidence);
+            }
+            None => {
+                self.period.remove(labels);
+                self.period_confidence.remove(labels);
+            }
+        }
+    }
+
     /// Removes the series of jobs (and, given, pools) not in `jobs` (`pools`).
     fn keep(&self, jobs: HashSet<JobLabels>, pools: Option<HashSet<PoolLabels>>) {
         let mut live = self.live.lock().expect("metrics");
@@ -401,6 +433,7 @@ impl Metrics {
             self.wait.remove(gone);
             self.allocation.remove(gone);
             self.demand.remove(gone);
+            self.set_period(gone, None);
         }
         live.0 = jobs;
         if let Some(pools) = pools {
@@ -453,6 +486,27 @@ mod tests {
             segments: BTreeMap::new(),
             outside: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_job_s_period_is_exported_only_where_its_pool_places_jobs_by_period() {
+        let m = Metrics::default();
+        let mut placed = job("7", 100.0);
+        placed.pools.get_mut("md").expect("md").period = Some(PeriodView {
+            seconds: Some(38.4),
+            from: Some("detected"),
+            last: None,
+        });
+        m.record_cycle(1, &[placed, job("8", 10.0)], &[], &[], 0.5);
+        let text = m.encode();
+        let line = r#"sluice_job_period_seconds{job_id="7",user="alice",pool="md",node=""} 38.4"#;
+        assert!(text.contains(line), "{text}");
+        assert!(
+            !text.contains(r#"sluice_job_period_seconds{job_id="8""#),
+            "{text}"
+        );
+        m.record_cycle(2, &[job("8", 10.0)], &[], &[], 0.5);
+        assert!(!m.encode().contains("sluice_job_period_seconds{"));
     }
 
     #[test]

@@ -77,6 +77,40 @@ pub const NOISE_P: f64 = 1e-6;
 /// harmonic's period bursts do not overlap and it is near zero or below.
 const REPEATS: f64 = 1.0 / 3.0;
 
+/// What an algorithm that places jobs by their I/O period (SET-10) knows of one job's,
+/// for the administrator: [`crate::Allocator::period`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeriodSeen {
+    /// The period the job is placed by, in seconds, and where it comes from; `None`
+    /// while it is unknown (SET-10 then puts the job in a set of its own at 1/50).
+    pub placed_by: Option<(f64, PeriodFrom)>,
+    /// The last detection, whatever its confidence; `None` for a period given, and
+    /// before detection first ran.
+    pub last: Option<Detection>,
+}
+
+/// Where the period a job is placed by comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeriodFrom {
+    /// The job's setting (`period` in the controller's configuration).
+    Given,
+    /// A confident detection whose bounds fall in one decade.
+    Detected,
+    /// `set10-silence`'s lower bound, the job's longest silence.
+    Silence,
+}
+
+impl PeriodFrom {
+    /// Its name in reports: `given`, `detected`, `silence`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PeriodFrom::Given => "given",
+            PeriodFrom::Detected => "detected",
+            PeriodFrom::Silence => "silence",
+        }
+    }
+}
+
 /// The outcome of [`detect_period`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Detection {

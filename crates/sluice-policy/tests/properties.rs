@@ -2,6 +2,7 @@
 
 use proptest::prelude::*;
 use sluice_policy::algo::{AdapTbf, AdapTbfNeed, Set10};
+use sluice_policy::period::PeriodFrom;
 use sluice_policy::registry::{self, ALGORITHMS, Params};
 use sluice_policy::{Allocator, Observation, OpsBytes, Round};
 
@@ -268,7 +269,11 @@ proptest! {
             if t >= compute + period - offset {
                 prop_assert_eq!(longest, compute);
             }
-            if busy && silence.detection("j").1.is_none() {
+            let detected = silence
+                .period("j")
+                .and_then(|p| p.placed_by)
+                .is_some_and(|(_, from)| from == PeriodFrom::Detected);
+            if busy && !detected {
                 let decade = ((longest as f64 * dt).log10().round()) as i32;
                 let bound = 10f64.powi(-decade);
                 let p = if longest > 0 && bound < 1.0 / 50.0 { bound } else { 1.0 / 50.0 };

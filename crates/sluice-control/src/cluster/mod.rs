@@ -140,7 +140,7 @@ pub use auto::{AutoCapacity, AutoState};
 pub use held::Held;
 pub use history::{History, Series};
 use pool_map::PoolMap;
-pub use view::{JobView, NodeView, PoolView, ShareView, TreeNodeView};
+pub use view::{JobView, NodeView, PeriodView, PoolView, ShareView, TreeNodeView};
 
 /// A pool to divide among the jobs that use it.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,17 +172,21 @@ pub struct PoolPlan {
 /// rates the node read off the job's segment, as they travel up and are kept.
 pub use sluice_core::observe::ChannelRates as ChannelObs;
 
-/// `From<$from> for $to`, field by field by name, plus the `$extra` fields `$to` has;
-/// with `both`, `From` both ways. Our types and the protocol's messages carry the same
+/// `From<$from> for $to`, field by field by name, plus the `$extra` fields `$to` has
+/// (their values may read the source under the name given before `$from`); with
+/// `both`, `From` both ways. Our types and the protocol's messages carry the same
 /// figures under the same names; a field of `$to` that is not carried stays a compile
 /// error.
 macro_rules! same_fields {
-    ($from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
+    ($x:ident: $from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
         impl From<$from> for $to {
-            fn from(x: $from) -> Self {
-                Self { $($field: x.$field,)+ $($($extra: $value),+)? }
+            fn from($x: $from) -> Self {
+                Self { $($field: $x.$field,)+ $($($extra: $value),+)? }
             }
         }
+    };
+    ($from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
+        same_fields!(x: $from => $to: $($field),+ $(; $($extra: $value),+)?);
     };
     (both $a:ty, $b:ty: $($field:ident),+) => {
         same_fields!($a => $b: $($field),+);
@@ -192,8 +196,9 @@ macro_rules! same_fields {
 
 same_fields!(both ChannelObs, crate::proto::ChannelObs:
     arrivals, admitted, wait, waiting, demand, calls);
-same_fields!(ShareView => crate::proto::PoolShare:
-    allocation, rate, demand, limit, weight, wait, arrivals, calls);
+same_fields!(share: ShareView => crate::proto::PoolShare:
+    allocation, rate, demand, limit, weight, wait, arrivals, calls;
+    period: share.period.map(Into::into));
 
 impl From<Latency> for crate::proto::LatencyHistogram {
     fn from(l: Latency) -> Self {

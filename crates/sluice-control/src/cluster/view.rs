@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use sluice_policy::period::{Detection, PeriodSeen};
 
 use super::{Cluster, SegmentNote};
 
@@ -28,6 +29,52 @@ pub struct ShareView {
     pub limit: f64,
     /// The weight the algorithm was given: the setting, else its node count.
     pub weight: f64,
+    /// What the pool's algorithm knows of the job's I/O period, for algorithms that
+    /// place jobs by it (SET-10).
+    pub period: Option<PeriodView>,
+}
+
+/// What a pool's algorithm knows of one job's I/O period.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PeriodView {
+    /// The period the job is placed by, seconds; `None` while unknown (SET-10 then
+    /// gives the job a set of its own at priority 1/50).
+    pub seconds: Option<f64>,
+    /// Where that period comes from: `given`, `detected` or `silence`.
+    pub from: Option<&'static str>,
+    /// The last detection, whatever its confidence (`None` for a period given, and
+    /// before the first ran).
+    pub last: Option<Detection>,
+}
+
+impl From<PeriodSeen> for PeriodView {
+    fn from(p: PeriodSeen) -> Self {
+        PeriodView {
+            seconds: p.placed_by.map(|(s, _)| s),
+            from: p.placed_by.map(|(_, from)| from.name()),
+            last: p.last,
+        }
+    }
+}
+
+impl From<PeriodView> for crate::proto::Period {
+    fn from(p: PeriodView) -> Self {
+        let last = p.last.unwrap_or(Detection {
+            period_s: 0.0,
+            confidence: 0.0,
+            p_value: 0.0,
+            cycles: 0.0,
+            resolution: 0.0,
+        });
+        crate::proto::Period {
+            seconds: p.seconds.unwrap_or(0.0),
+            from: p.from.unwrap_or_default().to_owned(),
+            detected: last.period_s,
+            confidence: last.confidence,
+            p_value: last.p_value,
+            cycles: last.cycles,
+        }
+    }
 }
 
 /// One job of the registry.

@@ -8,7 +8,9 @@ use sluice_core::rule::{Rate, Unit, format_rate_approx};
 
 use crate::cluster::SegmentNote;
 use crate::config::format_duration;
-use crate::proto::{JobsReply, OutsideStage, PoolInfo, PoolListReply, StatusReply};
+use crate::proto::{
+    JobsReply, OutsideStage, Period, PoolInfo, PoolListReply, PoolShare, StatusReply,
+};
 
 /// `sluice status`: the status lines, then one line per warning.
 pub fn status_text(s: &StatusReply, now: SystemTime) -> String {
@@ -128,23 +130,31 @@ pub fn rate_in(units: &BTreeMap<String, Unit>, pool: &str, per_sec: f64) -> Stri
 /// `sluice jobs`: a row per job and pool (a job in no pool has one row of dashes), in the
 /// pools' units, then a line per segment note, then a line per executable of a job outside
 /// the stage or using io_uring. When a pool weighs its operations (its units are cost
-/// units), a column CALLS after NODES gives the calls per second beside the units of RATE.
+/// units), a column CALLS after NODES gives the calls per second beside the units of RATE;
+/// when a pool's algorithm places jobs by their I/O period (SET-10), a column PERIOD last
+/// says by which ([`period_text`]).
 pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
-    let weighed = reply
-        .jobs
-        .iter()
-        .any(|j| j.pools.values().any(|s| s.calls > 0.0));
-    let calls = |s: Option<&crate::proto::PoolShare>| -> String {
-        match (weighed, s) {
-            (false, _) => String::new(),
-            (true, Some(s)) if s.calls > 0.0 => {
-                format!("  {}", format_rate_approx(s.calls, Unit::Ops))
-            }
-            (true, _) => "  -".to_owned(),
+    let shares = || reply.jobs.iter().flat_map(|j| j.pools.values());
+    let weighed = shares().any(|s| s.calls > 0.0);
+    let periodic = shares().any(|s| s.period.is_some());
+    let last = |s: Option<&PoolShare>| -> String {
+        let mut text = String::new();
+        if weighed {
+            text += &match s {
+                Some(s) if s.calls > 0.0 => format!("  {}", format_rate_approx(s.calls, Unit::Ops)),
+                _ => "  -".to_owned(),
+            };
         }
+        if periodic {
+            text += "  ";
+            text += &s
+                .and_then(|s| s.period.as_ref())
+                .map_or("-".to_owned(), period_text);
+        }
+        text
     };
     let mut out = format!(
-        "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES{}\n",
+        "{:<12} {:<10} {:<10} {:>10} {:>9} {:>9} {:>5}  NODES{}{}\n",
         "JOB",
         "USER",
         "POOL",
@@ -152,7 +162,8 @@ pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
         "RATE",
         "DEMAND",
         "WAIT",
-        if weighed { "  CALLS" } else { "" }
+        if weighed { "  CALLS" } else { "" },
+        if periodic { "  PERIOD" } else { "" }
     );
     for j in &reply.jobs {
         let nodes = hostlist::compress(&j.nodes);
@@ -166,7 +177,7 @@ pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
                 "-",
                 "-",
                 "-",
-                calls(None)
+                last(None)
             );
         }
         for (pool, s) in &j.pools {
@@ -180,7 +191,7 @@ pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
                 rate(s.rate),
                 rate(s.demand),
                 s.wait,
-                calls(Some(s))
+                last(Some(s))
             );
         }
     }
@@ -195,6 +206,30 @@ pub fn jobs_table(reply: &JobsReply, units: &BTreeMap<String, Unit>) -> String {
         }
     }
     out
+}
+
+/// A job's I/O period as SET-10 places it: `38.4s detected (0.97)` (the last
+/// detection's confidence), `1.92s given`, `36s silence` (set10-silence's lower bound),
+/// `unknown` before any detection, `unknown, seen 71.2s at 0.41` after one not confident
+/// enough, or whose period's bounds straddle two sets.
+pub fn period_text(p: &Period) -> String {
+    let seen = (p.detected > 0.0).then(|| (seconds_text(p.detected), p.confidence));
+    match (p.from.as_str(), seen) {
+        ("", None) => "unknown".to_owned(),
+        ("", Some((at, confidence))) => format!("unknown, seen {at} at {confidence:.2}"),
+        ("detected", _) => format!("{} detected ({:.2})", seconds_text(p.seconds), p.confidence),
+        (from, _) => format!("{} {from}", seconds_text(p.seconds)),
+    }
+}
+
+/// Seconds to three significant figures: `1.92s`, `38.4s`, `384s`.
+fn seconds_text(s: f64) -> String {
+    let decimals = match s {
+        s if s < 10.0 => 2,
+        s if s < 100.0 => 1,
+        _ => 0,
+    };
+    format!("{s:.decimals$}s")
 }
 
 /// One executable of a job outside the stage, for reading: `2 process(es) of /bin/prog
@@ -305,4 +340,70 @@ pub fn pools_table(reply: &PoolListReply) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::JobInfo;
+
+    fn period(seconds: f64, from: &str, detected: f64, confidence: f64) -> Period {
+        Period {
+            seconds,
+            from: from.to_owned(),
+            detected,
+            confidence,
+            ..Period::default()
+        }
+    }
+
+    #[test]
+    fn a_period_says_where_it_comes_from_and_how_sure_the_detection_is() {
+        let cases = [
+            (
+                period(38.4, "detected", 38.1, 0.97),
+                "38.4s detected (0.97)",
+            ),
+            (period(1.92, "given", 0.0, 0.0), "1.92s given"),
+            (period(384.0, "silence", 0.0, 0.0), "384s silence"),
+            (period(0.0, "", 0.0, 0.0), "unknown"),
+            (period(0.0, "", 71.24, 0.41), "unknown, seen 71.2s at 0.41"),
+        ];
+        for (p, text) in cases {
+            assert_eq!(period_text(&p), text);
+        }
+    }
+
+    #[test]
+    fn the_period_column_shows_only_when_a_pool_places_jobs_by_period() {
+        let job = |name: &str, p: Option<Period>| JobInfo {
+            job: name.to_owned(),
+            user: "alice".to_owned(),
+            pools: [(
+                "bw".to_owned(),
+                PoolShare {
+                    period: p,
+                    ..PoolShare::default()
+                },
+            )]
+            .into(),
+            ..JobInfo::default()
+        };
+        let units = BTreeMap::new();
+        let plain = JobsReply {
+            jobs: vec![job("1", None)],
+        };
+        assert!(!jobs_table(&plain, &units).contains("PERIOD"));
+        let set10 = JobsReply {
+            jobs: vec![
+                job("1", Some(period(1.92, "given", 0.0, 0.0))),
+                job("2", None),
+            ],
+        };
+        let text = jobs_table(&set10, &units);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("NODES  PERIOD"), "{text}");
+        assert!(lines[1].ends_with("  1.92s given"), "{text}");
+        assert!(lines[2].ends_with("  -"), "{text}");
+    }
 }

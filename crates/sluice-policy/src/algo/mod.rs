@@ -1,6 +1,7 @@
 //! The control algorithms, one file each, behind one trait.
 
 use crate::obs::{Amount, Round};
+use crate::period::PeriodSeen;
 
 pub mod adaptbf;
 pub mod adaptbf_need;
@@ -53,5 +54,12 @@ pub trait Allocator<A: Amount = f64>: Send {
     /// algorithm without exclusive groups.
     fn succession(&self) -> &[Vec<usize>] {
         &[]
+    }
+
+    /// What the algorithm knows of `job`'s I/O period, for `sluice jobs` and the
+    /// metrics: the period it places the job by and its last detection. `None` for
+    /// algorithms that do not place jobs by their period, and for a job not seen.
+    fn period(&self, _job: &str) -> Option<PeriodSeen> {
+        None
     }
 }

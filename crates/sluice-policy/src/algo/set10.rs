@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::Allocator;
 use crate::obs::{Observation, Round};
-use crate::period::{CONFIDENT, Detection, History};
+use crate::period::{CONFIDENT, Detection, History, PeriodFrom, PeriodSeen};
 use crate::share::water_fill;
 
 /// Detection is repeated at most this often (in intervals) per job: periods change
@@ -58,6 +58,8 @@ struct Track {
     history: History,
     /// The period acted on: that of the last detection whose set was certain.
     detected: Option<f64>,
+    /// The period it was last placed by, and where that came from.
+    placed_by: Option<(f64, PeriodFrom)>,
     /// The last detection, whatever its confidence, and when detection last ran.
     last: Option<Detection>,
     last_detection: Option<u64>,
@@ -115,14 +117,6 @@ impl Set10 {
         (SetKey::Decade(decade(bound)).priority() < UNKNOWN_PRIORITY).then_some(bound)
     }
 
-    /// The last period detected for `job` (whatever its confidence), and the period
-    /// SET-10 acts on for it; `None`s for a job whose period is given or not yet found.
-    pub fn detection(&self, job: &str) -> (Option<Detection>, Option<f64>) {
-        self.jobs
-            .get(job)
-            .map_or((None, None), |t| (t.last, t.detected))
-    }
-
     /// The longest run of intervals `job` has gone without I/O between its first
     /// observation and its last I/O phase (what `set10-silence` bounds its period by);
     /// `None` for a job not seen.
@@ -159,9 +153,11 @@ impl Set10 {
         } else {
             track.idle_run += gap + 1;
         }
-        if job.period_s.is_some() {
+        if let Some(given) = job.period_s {
             track.history = History::new();
+            track.last = None;
             track.last_seen = now;
+            track.placed_by = Some((given, PeriodFrom::Given));
             return (job.period_s, track.phase_start);
         }
         track
@@ -184,8 +180,16 @@ impl Set10 {
         }
         let (detected, longest_idle, phase_start) =
             (track.detected, track.longest_idle, track.phase_start);
-        let period = detected.or_else(|| self.silence_period(longest_idle, dt));
-        (period, phase_start)
+        let placed_by = match detected {
+            Some(p) => Some((p, PeriodFrom::Detected)),
+            None => self
+                .silence_period(longest_idle, dt)
+                .map(|p| (p, PeriodFrom::Silence)),
+        };
+        if let Some(track) = self.jobs.get_mut(&job.id) {
+            track.placed_by = placed_by;
+        }
+        (placed_by.map(|(p, _)| p), phase_start)
     }
 }
 
@@ -245,6 +249,13 @@ impl Allocator for Set10 {
 
     fn succession(&self) -> &[Vec<usize>] {
         &self.succession
+    }
+
+    fn period(&self, job: &str) -> Option<PeriodSeen> {
+        self.jobs.get(job).map(|t| PeriodSeen {
+            placed_by: t.placed_by,
+            last: t.last,
+        })
     }
 }
 
@@ -338,16 +349,30 @@ mod tests {
                 job("lf", if busy { 100.0 } else { 0.0 }, None),
             ];
             set10.allocate(&Round::new(100.0, 0.1, &jobs).expect("valid round"));
-            if placed.is_none() && set10.detection("lf").1.is_some() {
+            if placed.is_none() && detected(&set10, "lf").is_some() {
                 placed = Some(t);
             }
         }
-        let (last, period) = set10.detection("lf");
-        let period = period.expect("placed");
-        assert_eq!(decade(period), 2, "{last:?}");
+        let seen = set10.period("lf").expect("seen");
+        let period = detected(&set10, "lf").expect("placed");
+        assert_eq!(decade(period), 2, "{seen:?}");
+        let last = seen.last.expect("a detection ran");
+        assert!(last.confidence >= CONFIDENT, "{last:?}");
         // Placed within five of its periods, and never before its set was certain.
         assert!(placed.is_some_and(|t| t <= 5 * 384), "{placed:?}");
-        assert_eq!(set10.detection("k"), (None, None));
+        // A period given is reported as given, with no detection.
+        let k = set10.period("k").expect("seen");
+        assert_eq!(k.placed_by, Some((1.0, PeriodFrom::Given)));
+        assert_eq!(k.last, None);
+        assert_eq!(set10.period("never"), None);
+    }
+
+    /// The period `job` is placed by when it was detected.
+    fn detected(set10: &Set10, job: &str) -> Option<f64> {
+        match set10.period(job)?.placed_by? {
+            (p, PeriodFrom::Detected) => Some(p),
+            _ => None,
+        }
     }
 
     /// IO-SETS' scaled low-frequency job at 100-ms intervals: 360 intervals of compute,
@@ -385,10 +410,11 @@ mod tests {
             }
         }
         assert_eq!(silence.longest_silence("lf1"), Some(360));
-        assert_eq!(
-            silence.detection("lf1").1,
-            None,
-            "placed by its silence, not detected"
+        let placed_by = silence.period("lf1").and_then(|p| p.placed_by);
+        assert!(
+            placed_by
+                .is_some_and(|(p, from)| from == PeriodFrom::Silence && (p - 36.0).abs() < 1e-9),
+            "placed by its silence, not detected: {placed_by:?}"
         );
     }
 
