@@ -184,6 +184,7 @@ mod tests {
             limits: vec![None, None],
             desired: vec![None, None],
             mds: BTreeMap::new(),
+            periods: BTreeMap::new(),
         };
         let m = measures(&o, [0.0, 12.0], 10.0, 0).unwrap();
         // Job 0 in [0, 12]: e_cpu 8 + 2 of the next compute = 10, e_io 2: stretch 1.
@@ -210,6 +211,7 @@ mod tests {
             limits: vec![None],
             desired: vec![None],
             mds: BTreeMap::new(),
+            periods: BTreeMap::new(),
         };
         // A phase alone at 60 B/s without control; two controlled ones held to 20.
         let runs = [

@@ -20,7 +20,7 @@ use sluice_core::rule::Rate;
 use super::fs::{CephFs, LoopFs};
 use super::live::Live;
 use super::scenario::{Job, Scenario, Setup, Workload};
-use super::summary::{Outcome, PhaseRecord, write_outputs};
+use super::summary::{Outcome, PeriodSample, PhaseRecord, write_outputs};
 use super::{ExperimentError, Result};
 use crate::harness::{LocalPlace, Process, Sluice, free_port, tail};
 
@@ -464,6 +464,7 @@ struct SetupRun<'a> {
     /// Per job: when it ended, s from the set-up's start.
     ended: Vec<Option<f64>>,
     allocation: BTreeMap<(usize, u64), f64>,
+    periods: BTreeMap<(usize, u64), PeriodSample>,
     next_sample: Duration,
     /// The MDS's figures per second of the set-up, from the differences of its counters.
     mds: BTreeMap<u64, ServerReading>,
@@ -523,6 +524,7 @@ fn run_in(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, p: &Paths<'_>) -> Res
             .collect(),
         ended: vec![None; sc.jobs.len()],
         allocation: BTreeMap::new(),
+        periods: BTreeMap::new(),
         next_sample: sample_every(sc),
         mds: BTreeMap::new(),
         mds_last: None,
@@ -716,9 +718,12 @@ impl SetupRun<'_> {
             return Ok(());
         }
         let second = self.next_sample.as_secs_f64().round() as u64;
-        for (i, a, nodes) in allocations(self.p.me, &self.sockets[0], self.sc)? {
-            self.allocation.insert((i, second), a);
-            self.seen_on[i].extend(nodes);
+        for s in allocations(self.p.me, &self.sockets[0], self.sc)? {
+            self.allocation.insert((s.job, second), s.allocation);
+            self.seen_on[s.job].extend(s.nodes);
+            if let Some(p) = s.period {
+                self.periods.insert((s.job, second), p);
+            }
         }
         self.next_sample += sample_every(self.sc);
         Ok(())
@@ -801,6 +806,7 @@ impl SetupRun<'_> {
                 .map(|i| sc.desired(self.setup, i).map(|r| r.per_sec as f64))
                 .collect(),
             mds: self.mds,
+            periods: self.periods,
         }
     }
 }
@@ -954,9 +960,20 @@ fn start_controllers(
     Ok((procs, sockets))
 }
 
-/// Each job's allocation in the pool now, and the nodes it is on, from `sluice jobs
-/// --json`.
-fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(usize, f64, Vec<String>)>> {
+/// One job's share of the scenario's pool, as `sluice jobs --json` gave it.
+struct ShareSample {
+    /// The job, by its index in the scenario.
+    job: usize,
+    allocation: f64,
+    /// The nodes it is on.
+    nodes: Vec<String>,
+    /// Its period, where the pool's algorithm places jobs by it.
+    period: Option<PeriodSample>,
+}
+
+/// Each job's allocation in the pool now, the nodes it is on and its period, from
+/// `sluice jobs --json`.
+fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<ShareSample>> {
     let o = Command::new(me)
         .args(["jobs", "--json", "--socket"])
         .arg(socket)
@@ -969,14 +986,27 @@ fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<(usize, f6
         let Some(i) = sc.jobs.iter().position(|x| j["job"] == x.name.as_str()) else {
             continue;
         };
-        if let Some(a) = j["pools"][&sc.pool.name]["allocation"].as_f64() {
+        let share = &j["pools"][&sc.pool.name];
+        if let Some(allocation) = share["allocation"].as_f64() {
             let nodes = j["nodes"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
                 .collect();
-            found.push((i, a, nodes));
+            let p = &share["period"];
+            let period = p.is_object().then(|| PeriodSample {
+                seconds: p["seconds"].as_f64().unwrap_or(0.0),
+                from: p["from"].as_str().unwrap_or_default().to_owned(),
+                detected: p["detected"].as_f64().unwrap_or(0.0),
+                confidence: p["confidence"].as_f64().unwrap_or(0.0),
+            });
+            found.push(ShareSample {
+                job: i,
+                allocation,
+                nodes,
+                period,
+            });
         }
     }
     Ok(found)

@@ -43,6 +43,22 @@ pub struct Outcome {
     /// With `[cephfs]`: the MDS's requests, mean reply latency and queue, per second
     /// (the reading ending at that second).
     pub mds: BTreeMap<u64, sluice_control::source::ServerReading>,
+    /// Job `i`'s I/O period as the pool's algorithm placed it, sampled at second `s`
+    /// (only where the algorithm places jobs by their period: SET-10).
+    pub periods: BTreeMap<(usize, u64), PeriodSample>,
+}
+
+/// A job's I/O period as `sluice jobs --json` gave it at one sample.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeriodSample {
+    /// The period the job is placed by, seconds; 0 while unknown.
+    pub seconds: f64,
+    /// Where it comes from: `given`, `detected`, `silence`; empty while unknown.
+    pub from: String,
+    /// The last detection's period (0 before one) and confidence.
+    pub detected: f64,
+    /// See `detected`.
+    pub confidence: f64,
 }
 
 /// A stretch of one data process's run, on the set-up's clock.
@@ -351,6 +367,18 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
             let name = format!("{}-phases.csv", file_name(&o.setup));
             write(&out.join(name), &phases)?;
         }
+        if !o.periods.is_empty() {
+            let mut periods = String::from("second,job,placed_by_s,from,detected_s,confidence\n");
+            for ((i, s), p) in &o.periods {
+                let _ = writeln!(
+                    periods,
+                    "{s},{},{:.3},{},{:.3},{:.3}",
+                    o.jobs[*i], p.seconds, p.from, p.detected, p.confidence
+                );
+            }
+            let name = format!("{}-periods.csv", file_name(&o.setup));
+            write(&out.join(name), &periods)?;
+        }
         let setup = sc.setups.iter().find(|s| s.name == o.setup);
         // A weighed pool's limits and allocations are cost units, its jobs' rates calls.
         let units = if setup.is_some_and(|s| !s.costs.is_empty() || s.costs_from.is_some()) {
@@ -485,10 +513,54 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
     write(&out.join("summary.json"), &json)?;
     let mut md = markdown(std::slice::from_ref(&summary));
     md += &checks(&summary);
+    md += &placements(outcomes);
     if let Some(ceph) = &sc.cephfs {
         md += &mds_outputs(sc, ceph, outcomes, out)?;
     }
     write(&out.join("summary.md"), &md)
+}
+
+/// For summary.md, each set-up whose algorithm placed jobs by a period it found (not
+/// given): when each job was first placed, by what period and how. Empty otherwise.
+fn placements(outcomes: &[Outcome]) -> String {
+    let mut md = String::new();
+    for o in outcomes {
+        let found = |from: &str| !from.is_empty() && from != "given";
+        if !o.periods.values().any(|p| found(&p.from)) {
+            continue;
+        }
+        if md.is_empty() {
+            md += "\n## When each job was placed by its period\n\n\
+                   The first sample (once a second) at which the pool's algorithm placed \
+                   the job by a period it found: `detected` (with the detection's \
+                   confidence) or `silence` (set10-silence's lower bound).\n";
+        }
+        let _ = write!(md, "\n{}: ", o.setup);
+        let mut first: BTreeMap<usize, (u64, &PeriodSample)> = BTreeMap::new();
+        for ((i, s), p) in &o.periods {
+            if found(&p.from) {
+                first.entry(*i).or_insert((*s, p));
+            }
+        }
+        let placed: Vec<String> = (0..o.jobs.len())
+            .map(|i| match first.get(&i) {
+                Some((s, p)) if p.from == "detected" => format!(
+                    "{} at {s} s ({:.1} s detected, {:.2})",
+                    o.jobs[i], p.seconds, p.confidence
+                ),
+                Some((s, p)) => format!("{} at {s} s ({:.1} s, {})", o.jobs[i], p.seconds, p.from),
+                None => match o.periods.range((i, 0)..(i + 1, 0)).next() {
+                    Some((_, p)) if p.from == "given" => {
+                        format!("{} given ({:.2} s)", o.jobs[i], p.seconds)
+                    }
+                    _ => format!("{} never", o.jobs[i]),
+                },
+            })
+            .collect();
+        md += &placed.join("; ");
+        md += "\n";
+    }
+    md
 }
 
 /// The MDS's figures of each set-up: SETUP-mds.csv, SETUP-mds.png (reply latency against
@@ -1063,7 +1135,37 @@ mod tests {
             limits: vec![None; n],
             desired: vec![None; n],
             mds: BTreeMap::new(),
+            periods: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn each_job_is_said_placed_at_the_first_sample_of_a_period_found() {
+        let sample = |seconds: f64, from: &str, confidence: f64| PeriodSample {
+            seconds,
+            from: from.into(),
+            detected: seconds,
+            confidence,
+        };
+        let mut o = outcome(&[], vec![None, None, None]);
+        // job0 given (not found), job1 unknown then detected, job2 never placed.
+        for s in 1..=4 {
+            o.periods.insert((0, s), sample(1.92, "given", 0.0));
+            o.periods.insert((2, s), sample(0.0, "", 0.3));
+        }
+        o.periods.insert((1, 1), sample(0.0, "", 0.4));
+        o.periods.insert((1, 3), sample(38.4, "detected", 0.97));
+        o.periods.insert((1, 4), sample(38.1, "detected", 0.99));
+        let text = placements(std::slice::from_ref(&o));
+        assert!(
+            text.ends_with(
+                "Baseline: job0 given (1.92 s); job1 at 3 s (38.4 s detected, 0.97); job2 never\n"
+            ),
+            "{text}"
+        );
+        o.periods.remove(&(1, 3));
+        o.periods.remove(&(1, 4));
+        assert_eq!(placements(&[o]), "", "nothing found, nothing to say");
     }
 
     #[test]
