@@ -22,7 +22,7 @@ use crate::proto::admin_client::AdminClient;
 use crate::proto::admin_server::Admin;
 use crate::proto::{
     Empty, JobInfo, JobSetRequest, JobSummary, JobsReply, NameRequest, PoolListReply,
-    PoolSetRequest, RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote,
+    PoolSetRequest, PoolShare, RuleChangeRequest, RuleListReply, RuleStartRequest, SegmentNote,
     ShareSetRequest, StatusReply,
 };
 use crate::transport::{ConnectOptions, Endpoint, NoAnswer, check_bearer, connect, peer_cred};
@@ -338,7 +338,11 @@ pub fn jobs_reply(coordinator: &Coordinator) -> JobsReply {
         .jobs()
         .into_iter()
         .map(|j| {
-            let pools = j.pools.into_iter().map(|(name, s)| (name, s.into()));
+            let mut periods = j.periods;
+            let pools = j.pools.into_iter().map(|(name, s)| {
+                let period = periods.remove(&name).map(Into::into);
+                (name, PoolShare { period, ..s.into() })
+            });
             let segments = j
                 .segments
                 .into_iter()

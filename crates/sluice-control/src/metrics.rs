@@ -261,7 +261,7 @@ impl Metrics {
                 self.add(&labels, share_obs(share), interval_s);
                 self.allocation.get_or_create(&labels).set(share.allocation);
                 self.demand.get_or_create(&labels).set(share.demand);
-                self.set_period(&labels, share.period.as_ref());
+                self.set_period(&labels, job.periods.get(pool));
                 live_jobs.insert(labels);
             }
         }
@@ -483,6 +483,7 @@ mod tests {
                     ..ShareView::default()
                 },
             )]),
+            periods: BTreeMap::new(),
             segments: BTreeMap::new(),
             outside: Vec::new(),
         }
@@ -492,11 +493,14 @@ mod tests {
     fn a_job_s_period_is_exported_only_where_its_pool_places_jobs_by_period() {
         let m = Metrics::default();
         let mut placed = job("7", 100.0);
-        placed.pools.get_mut("md").expect("md").period = Some(PeriodView {
-            seconds: Some(38.4),
-            from: Some("detected"),
-            last: None,
-        });
+        placed.periods.insert(
+            "md".to_owned(),
+            PeriodView {
+                seconds: Some(38.4),
+                from: Some("detected"),
+                last: None,
+            },
+        );
         m.record_cycle(1, &[placed, job("8", 10.0)], &[], &[], 0.5);
         let text = m.encode();
         let line = r#"sluice_job_period_seconds{job_id="7",user="alice",pool="md",node=""} 38.4"#;

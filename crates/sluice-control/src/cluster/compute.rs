@@ -196,7 +196,6 @@ impl<'a> Context<'a> {
                     .limit
                     .unwrap_or(if guarantees { 0.0 } else { g.demand }),
                 weight: setting.weight.unwrap_or(f64::from(job.size)),
-                period: None,
             };
             if g.connected > 0 {
                 let mut observation = Observation {
@@ -250,7 +249,6 @@ impl<'a> Context<'a> {
         };
         for (&j, &allocation) in members.iter().zip(&allocations) {
             pool.shares[j].1.allocation += allocation;
-            pool.shares[j].1.period = pool.allocator.period(self.jobs[j].name).map(Into::into);
             self.split(&self.jobs[j], allocation, &demands, fresh);
         }
         // The algorithm ran (something was left beyond the held rates and the floor):

@@ -172,21 +172,17 @@ pub struct PoolPlan {
 /// rates the node read off the job's segment, as they travel up and are kept.
 pub use sluice_core::observe::ChannelRates as ChannelObs;
 
-/// `From<$from> for $to`, field by field by name, plus the `$extra` fields `$to` has
-/// (their values may read the source under the name given before `$from`); with
-/// `both`, `From` both ways. Our types and the protocol's messages carry the same
+/// `From<$from> for $to`, field by field by name, plus the `$extra` fields `$to` has;
+/// with `both`, `From` both ways. Our types and the protocol's messages carry the same
 /// figures under the same names; a field of `$to` that is not carried stays a compile
 /// error.
 macro_rules! same_fields {
-    ($x:ident: $from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
+    ($from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
         impl From<$from> for $to {
-            fn from($x: $from) -> Self {
-                Self { $($field: $x.$field,)+ $($($extra: $value),+)? }
+            fn from(x: $from) -> Self {
+                Self { $($field: x.$field,)+ $($($extra: $value),+)? }
             }
         }
-    };
-    ($from:ty => $to:ty: $($field:ident),+ $(; $($extra:ident: $value:expr),+)?) => {
-        same_fields!(x: $from => $to: $($field),+ $(; $($extra: $value),+)?);
     };
     (both $a:ty, $b:ty: $($field:ident),+) => {
         same_fields!($a => $b: $($field),+);
@@ -196,9 +192,9 @@ macro_rules! same_fields {
 
 same_fields!(both ChannelObs, crate::proto::ChannelObs:
     arrivals, admitted, wait, waiting, demand, calls);
-same_fields!(share: ShareView => crate::proto::PoolShare:
-    allocation, rate, demand, limit, weight, wait, arrivals, calls;
-    period: share.period.map(Into::into));
+// A job's period travels beside its shares (JobView::periods).
+same_fields!(ShareView => crate::proto::PoolShare:
+    allocation, rate, demand, limit, weight, wait, arrivals, calls; period: None);
 
 impl From<Latency> for crate::proto::LatencyHistogram {
     fn from(l: Latency) -> Self {

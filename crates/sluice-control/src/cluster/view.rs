@@ -29,9 +29,6 @@ pub struct ShareView {
     pub limit: f64,
     /// The weight the algorithm was given: the setting, else its node count.
     pub weight: f64,
-    /// What the pool's algorithm knows of the job's I/O period, for algorithms that
-    /// place jobs by it (SET-10).
-    pub period: Option<PeriodView>,
 }
 
 /// What a pool's algorithm knows of one job's I/O period.
@@ -96,6 +93,10 @@ pub struct JobView {
     pub launchers: u32,
     /// By pool: its share, for the pools of the last compute it took part in.
     pub pools: BTreeMap<String, ShareView>,
+    /// By pool: its I/O period as the pool's algorithm knows it, for the pools whose
+    /// algorithm places jobs by their period (SET-10). Read from the algorithm when the
+    /// view is made, not kept by the cycle's computation.
+    pub periods: BTreeMap<String, PeriodView>,
     /// By node: its segment there, where it is worth an administrator's eye.
     pub segments: BTreeMap<String, SegmentNote>,
     /// Its processes outside the stage, or using io_uring, on every node (each entry
@@ -179,6 +180,7 @@ impl Cluster {
                     nodes: Vec::new(),
                     launchers: 0,
                     pools: self.shares_of(job),
+                    periods: self.periods_of(job),
                     segments: BTreeMap::new(),
                     outside: Vec::new(),
                 });
@@ -248,6 +250,14 @@ impl Cluster {
     /// The cycle of the last compute.
     pub fn last_cycle(&self) -> Option<u64> {
         self.last_cycle
+    }
+
+    /// `job`'s period in each pool whose algorithm knows one.
+    fn periods_of(&self, job: &str) -> BTreeMap<String, PeriodView> {
+        self.pools
+            .iter()
+            .filter_map(|(name, pool)| Some((name.clone(), pool.allocator.period(job)?.into())))
+            .collect()
     }
 
     fn shares_of(&self, job: &str) -> BTreeMap<String, ShareView> {
