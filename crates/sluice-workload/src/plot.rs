@@ -36,6 +36,9 @@ pub struct Panel {
     /// The red line's legend where it is not the pool's fixed capacity (an automatic
     /// pool's, a latency target); `None`: "pool capacity N/s".
     pub capacity_label: Option<String>,
+    /// The red line's points where it moves (an automatic pool's capacity, sampled each
+    /// second); empty: flat at `capacity`.
+    pub capacity_line: Vec<(f64, f64)>,
 }
 
 /// Why a chart could not be drawn.
@@ -94,6 +97,11 @@ fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), St
     let y_max = points()
         .map(|p| p.1)
         .chain(panels.iter().map(|p| p.capacity))
+        .chain(
+            panels
+                .iter()
+                .flat_map(|p| p.capacity_line.iter().map(|c| c.1)),
+        )
         .fold(1.0, f64::max)
         * 1.1;
     let root =
@@ -121,11 +129,12 @@ fn draw(path: &Path, title: &str, unit: &str, panels: &[Panel]) -> Result<(), St
             .draw()
             .map_err(|e| e.to_string())?;
         let capacity = panel.capacity;
+        let line = match panel.capacity_line.as_slice() {
+            [] => vec![(0.0, capacity), (x_max, capacity)],
+            moving => moving.to_vec(),
+        };
         chart
-            .draw_series(LineSeries::new(
-                [(0.0, capacity), (x_max, capacity)],
-                CAPACITY.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(line, CAPACITY.stroke_width(2)))
             .map_err(|e| e.to_string())?
             .label(
                 panel
@@ -195,6 +204,7 @@ mod tests {
             series: vec![series],
             capacity: 2.5,
             capacity_label: None,
+            capacity_line: Vec::new(),
         };
         png(&path, "t", "ops/s", &[panel.clone(), panel]).unwrap();
         let bytes = std::fs::read(&path).unwrap();

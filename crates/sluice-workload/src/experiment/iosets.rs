@@ -184,6 +184,7 @@ mod tests {
             limits: vec![None, None],
             desired: vec![None, None],
             mds: BTreeMap::new(),
+            capacity: BTreeMap::new(),
             periods: BTreeMap::new(),
         };
         let m = measures(&o, [0.0, 12.0], 10.0, 0).unwrap();
@@ -211,6 +212,7 @@ mod tests {
             limits: vec![None],
             desired: vec![None],
             mds: BTreeMap::new(),
+            capacity: BTreeMap::new(),
             periods: BTreeMap::new(),
         };
         // A phase alone at 60 B/s without control; two controlled ones held to 20.

@@ -465,6 +465,8 @@ struct SetupRun<'a> {
     ended: Vec<Option<f64>>,
     allocation: BTreeMap<(usize, u64), f64>,
     periods: BTreeMap<(usize, u64), PeriodSample>,
+    /// An automatic pool's capacity, per second sampled.
+    capacity: BTreeMap<u64, f64>,
     next_sample: Duration,
     /// The MDS's figures per second of the set-up, from the differences of its counters.
     mds: BTreeMap<u64, ServerReading>,
@@ -525,6 +527,7 @@ fn run_in(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, p: &Paths<'_>) -> Res
         ended: vec![None; sc.jobs.len()],
         allocation: BTreeMap::new(),
         periods: BTreeMap::new(),
+        capacity: BTreeMap::new(),
         next_sample: sample_every(sc),
         mds: BTreeMap::new(),
         mds_last: None,
@@ -725,6 +728,11 @@ impl SetupRun<'_> {
                 self.periods.insert((s.job, second), p);
             }
         }
+        if self.setup.auto.is_some()
+            && let Some(c) = pool_capacity(self.p.me, &self.sockets[0], &self.sc.pool.name)?
+        {
+            self.capacity.insert(second, c);
+        }
         self.next_sample += sample_every(self.sc);
         Ok(())
     }
@@ -806,6 +814,7 @@ impl SetupRun<'_> {
                 .map(|i| sc.desired(self.setup, i).map(|r| r.per_sec as f64))
                 .collect(),
             mds: self.mds,
+            capacity: self.capacity,
             periods: self.periods,
         }
     }
@@ -960,6 +969,28 @@ fn start_controllers(
     Ok((procs, sockets))
 }
 
+/// `pool`'s capacity now (an automatic pool's as found), from `sluice pool list --json`;
+/// `None` when the controller does not list it.
+fn pool_capacity(me: &Path, socket: &Path, pool: &str) -> Result<Option<f64>> {
+    let o = Command::new(me)
+        .args(["pool", "list", "--json", "--socket"])
+        .arg(socket)
+        .stdin(Stdio::null())
+        .output()
+        .doing(|| "run sluice pool list".into())?;
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    Ok(capacity_in(&v, pool))
+}
+
+/// `pool`'s capacity in `sluice pool list --json`'s answer `v`, per second.
+fn capacity_in(v: &serde_json::Value, pool: &str) -> Option<f64> {
+    let p = v["pools"].as_array()?.iter().find(|p| p["name"] == pool)?;
+    // An automatic pool's reads `auto 6800/s`.
+    let text = p["capacity"].as_str()?;
+    let rate: Rate = text.strip_prefix("auto ").unwrap_or(text).parse().ok()?;
+    Some(rate.per_sec as f64)
+}
+
 /// One job's share of the scenario's pool, as `sluice jobs --json` gave it.
 struct ShareSample {
     /// The job, by its index in the scenario.
@@ -1010,4 +1041,20 @@ fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<ShareSampl
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_s_capacity_is_read_fixed_or_as_found() {
+        let v = serde_json::json!({"pools": [
+            {"name": "md", "capacity": "auto 6800/s"},
+            {"name": "bw", "capacity": "64MiB/s"},
+        ]});
+        assert_eq!(capacity_in(&v, "md"), Some(6800.0));
+        assert_eq!(capacity_in(&v, "bw"), Some(64.0 * 1024.0 * 1024.0));
+        assert_eq!(capacity_in(&v, "other"), None);
+    }
 }

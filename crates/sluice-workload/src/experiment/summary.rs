@@ -43,6 +43,9 @@ pub struct Outcome {
     /// With `[cephfs]`: the MDS's requests, mean reply latency and queue, per second
     /// (the reading ending at that second).
     pub mds: BTreeMap<u64, sluice_control::source::ServerReading>,
+    /// An automatic pool's capacity as the controller found it, sampled at second `s`
+    /// (empty for a pool of fixed capacity).
+    pub capacity: BTreeMap<u64, f64>,
     /// Job `i`'s I/O period as the pool's algorithm placed it, sampled at second `s`
     /// (only where the algorithm places jobs by their period: SET-10).
     pub periods: BTreeMap<(usize, u64), PeriodSample>,
@@ -100,10 +103,14 @@ impl Outcome {
             .fold(0.0, f64::max)
     }
 
-    /// Seconds whose calls, all jobs together, passed `capacity` (with the tolerance).
+    /// Seconds whose calls, all jobs together, passed the capacity (with the
+    /// tolerance): an automatic pool's as sampled in that second, else `capacity`.
     pub fn seconds_over(&self, capacity: f64) -> usize {
         (0..=self.last_second())
-            .filter(|&s| self.total_at(s) > capacity * (1.0 + OVER_TOLERANCE))
+            .filter(|&s| {
+                let capacity = self.capacity.get(&s).copied().unwrap_or(capacity);
+                self.total_at(s) > capacity * (1.0 + OVER_TOLERANCE)
+            })
             .count()
     }
 
@@ -425,11 +432,22 @@ pub fn write_outputs(sc: &Scenario, outcomes: &[Outcome], out: &Path) -> Result<
                 .collect(),
             capacity: capacity * scale,
             capacity_label: setup.and_then(|s| s.auto.as_ref()).map(|_| {
-                format!(
-                    "the scenario's pool, {}{units}/s; this one's is automatic: its allocations",
-                    crate::plot::short(capacity * scale)
-                )
+                match o.capacity.is_empty() {
+                    true => format!(
+                        "the scenario's pool, {}{units}/s; this one's is automatic: its allocations",
+                        crate::plot::short(capacity * scale)
+                    ),
+                    false => format!(
+                        "the pool's capacity as the controller found it{}",
+                        if units.is_empty() { "" } else { " (cost units/s)" }
+                    ),
+                }
             }),
+            capacity_line: o
+                .capacity
+                .iter()
+                .map(|(s, c)| (*s as f64, c * scale))
+                .collect(),
         };
         png(
             &base.with_extension("png"),
@@ -638,6 +656,7 @@ fn mds_outputs(
                 .map(|(s, r)| (*s as f64, r.requests_per_s / 10.0))
                 .collect(),
             capacity: target_us.unwrap_or(0.0),
+            capacity_line: Vec::new(),
             capacity_label: Some(match target_us {
                 Some(t) => format!("latency target {t:.0} µs"),
                 None => "no latency target".into(),
@@ -1135,8 +1154,22 @@ mod tests {
             limits: vec![None; n],
             desired: vec![None; n],
             mds: BTreeMap::new(),
+            capacity: BTreeMap::new(),
             periods: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn an_automatic_pool_is_over_when_past_the_capacity_it_had_that_second() {
+        // 100 calls in each of seconds 0-2; the fixed capacity 200, an automatic one
+        // found at 80 in second 1 and 150 in second 2 (none sampled in second 0).
+        let mut o = outcome(
+            &[((0, 0), 100.0), ((0, 1), 100.0), ((0, 2), 100.0)],
+            vec![None],
+        );
+        assert_eq!(o.seconds_over(200.0), 0);
+        o.capacity = BTreeMap::from([(1, 80.0), (2, 150.0)]);
+        assert_eq!(o.seconds_over(200.0), 1);
     }
 
     #[test]
