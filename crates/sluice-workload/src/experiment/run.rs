@@ -972,14 +972,20 @@ fn start_controllers(
 /// `pool`'s capacity now (an automatic pool's as found), from `sluice pool list --json`;
 /// `None` when the controller does not list it.
 fn pool_capacity(me: &Path, socket: &Path, pool: &str) -> Result<Option<f64>> {
+    Ok(capacity_in(&ask_json(me, socket, &["pool", "list"])?, pool))
+}
+
+/// The controller's answer to `sluice ARGS --json` on `socket` (null when it gave none
+/// that parses: a sample is then missed, not the run).
+fn ask_json(me: &Path, socket: &Path, args: &[&str]) -> Result<serde_json::Value> {
     let o = Command::new(me)
-        .args(["pool", "list", "--json", "--socket"])
+        .args(args)
+        .args(["--json", "--socket"])
         .arg(socket)
         .stdin(Stdio::null())
         .output()
-        .doing(|| "run sluice pool list".into())?;
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-    Ok(capacity_in(&v, pool))
+        .doing(|| format!("run sluice {}", args.join(" ")))?;
+    Ok(serde_json::from_slice(&o.stdout).unwrap_or_default())
 }
 
 /// `pool`'s capacity in `sluice pool list --json`'s answer `v`, per second.
@@ -1005,13 +1011,7 @@ struct ShareSample {
 /// Each job's allocation in the pool now, the nodes it is on and its period, from
 /// `sluice jobs --json`.
 fn allocations(me: &Path, socket: &Path, sc: &Scenario) -> Result<Vec<ShareSample>> {
-    let o = Command::new(me)
-        .args(["jobs", "--json", "--socket"])
-        .arg(socket)
-        .stdin(Stdio::null())
-        .output()
-        .doing(|| "run sluice jobs".into())?;
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let v = ask_json(me, socket, &["jobs"])?;
     let mut found = Vec::new();
     for j in v["jobs"].as_array().into_iter().flatten() {
         let Some(i) = sc.jobs.iter().position(|x| j["job"] == x.name.as_str()) else {
