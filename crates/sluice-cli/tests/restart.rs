@@ -461,6 +461,80 @@ fn with_a_config_file_admin_changes_last_until_the_file_changes() {
     assert!(log.contains("rule by-hand, rule later"), "{log}");
 }
 
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// A new directory `at` with a tmpfs of `options` on it; `None` (and the test says it
+    /// is skipped) where this machine cannot mount one.
+    fn mount(at: &std::path::Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir(at).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "sluice-test"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped: cannot mount a tmpfs ({options}) here");
+        }
+        mounted.then(|| Tmpfs(at.to_owned()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A change the controller cannot save (its state directory full) is refused and taken
+/// back: the answer says why, the rule in force and the job's pace are those before it,
+/// the audit log says it was taken back; once there is room, the same change is made.
+#[test]
+fn a_change_that_cannot_be_saved_is_taken_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let state = dir.path().join("state");
+    let Some(_tmpfs) = Tmpfs::mount(&state, "size=256k") else {
+        return;
+    };
+    let config = "interval = \"1s\"\n\n[[rule]]\nrule = \"cap: op=getattr rate=2/s\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let out = tmp_dir();
+    let mut job = stat_loop(&local, "R", &s, out.path(), "2500");
+    std::thread::sleep(Duration::from_millis(500));
+    let filler = state.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    while f.write_all(&[0; 4096]).is_ok() {}
+    drop(f);
+
+    let o = local.admin(&["rule", "change", "cap", "rate=5000/s"]);
+    let answered = monotonic_ns();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "a change that cannot be saved was made"
+    );
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(
+        ok(&local.admin(&["rule", "list"])).contains("rate=2/s"),
+        "the rule before the change is not in force"
+    );
+    assert!(job.wait().unwrap().success());
+    let times = call_times(out.path());
+    let after = times.iter().filter(|&&t| t >= answered).count();
+    eprintln!("{after} calls after the refusal");
+    // 2/s for what is left of the job's 2.5 s, and its burst: thousands at 5,000/s.
+    assert!(after <= 8, "{after} calls after the change was taken back");
+    let log = local.daemon.log_text();
+    assert!(log.contains("taken back"), "{log}");
+
+    std::fs::remove_file(&filler).unwrap();
+    ok(&local.admin(&["rule", "change", "cap", "rate=5000/s"]));
+    assert!(ok(&local.admin(&["rule", "list"])).contains("rate=5k/s"));
+}
+
 /// A state directory the daemon cannot write is an error at start, one line, for a
 /// local and for a global (not a loss at the next restart).
 #[test]
@@ -468,23 +542,9 @@ fn an_unwritable_state_directory_is_an_error_at_start() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = daemon_dir();
     let state = dir.path().join("ro");
-    std::fs::create_dir(&state).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "ro,size=1m", "sluice-test-ro"])
-        .arg(&state)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a read-only tmpfs here");
+    let Some(_tmpfs) = Tmpfs::mount(&state, "ro,size=1m") else {
         return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(state.clone());
+    };
     let socket = dir.path().join("local.sock");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");

@@ -7,7 +7,7 @@
 //! mode); [`ForwardAdmin`] is a local's in cluster mode, which checks the caller and then
 //! asks its global.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sluice_policy::ParamValue;
@@ -81,6 +81,8 @@ pub struct AdminService<H> {
     coordinator: Arc<Mutex<Coordinator>>,
     hooks: H,
     auth: Auth,
+    /// Held through a change, from its check to its save.
+    changing: Mutex<()>,
 }
 
 impl<H: Hooks> AdminService<H> {
@@ -90,11 +92,13 @@ impl<H: Hooks> AdminService<H> {
             coordinator,
             hooks,
             auth,
+            changing: Mutex::new(()),
         }
     }
 
     /// Applies `change` for `who` when `allowed` (the caller's check came out so):
-    /// validated whole, saved, then put in force wherever it goes; audited either way.
+    /// validated whole, put in force wherever it goes, then saved and answered; one that
+    /// cannot be saved is taken back. Audited either way.
     pub fn submit(
         &self,
         change: Change,
@@ -106,18 +110,38 @@ impl<H: Hooks> AdminService<H> {
             event.not_done(Outcome::Refused, refused.message());
             return Err(refused);
         }
-        let (old, new, result) = {
+        // One change at a time, so that each save keeps its own change and an undone
+        // change takes back no other.
+        let _one_at_a_time = self.changing.lock().unwrap_or_else(PoisonError::into_inner);
+        let (old, applied) = {
             let mut c = self.coordinator.lock().expect("coordinator");
-            let old = change.state(c.config());
-            let result = c.change(|c| change.edit(c));
-            (old, change.state(c.config()), result)
+            (change.state(c.config()), c.change(|c| change.edit(c)))
         };
-        if let Err(e) = result {
-            event.not_done(Outcome::Failed, &e.to_string());
+        let applied = match applied {
+            Ok(applied) => applied,
+            Err(e) => {
+                event.not_done(Outcome::Failed, &e.to_string());
+                return Err(status_of(e));
+            }
+        };
+        // In force on the jobs before the save: a disk busy with other writes delays the
+        // answer, not the enforcement.
+        self.hooks.changed();
+        let (new, kept) = {
+            let mut c = self.coordinator.lock().expect("coordinator");
+            let kept = c.keep().map_err(|e| (c.undo(applied), e));
+            (change.state(c.config()), kept)
+        };
+        if let Err((undone, e)) = kept {
+            self.hooks.changed();
+            let why = match undone {
+                Ok(()) => format!("{e}; the change was taken back"),
+                Err(undo) => format!("{e}; taking the change back failed too: {undo}"),
+            };
+            event.not_done(Outcome::Failed, &why);
             return Err(status_of(e));
         }
         event.done(old.as_deref(), new.as_deref());
-        self.hooks.changed();
         Ok(())
     }
 

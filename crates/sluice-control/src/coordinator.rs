@@ -1,8 +1,8 @@
 //! The state a global controller holds, and a local one in single-node mode: the
 //! configuration (pools, admin rules, job settings) with its file, and the [`Cluster`]
-//! computation it drives. Every admin change is checked whole, saved atomically in the
-//! state directory before it is acknowledged, and applied to the running computation, so
-//! a restart loses nothing an administrator set (see [`ConfigStore`] for how the saved
+//! computation it drives. Every admin change is checked whole, applied to the running
+//! computation, and saved atomically in the state directory before it is acknowledged,
+//! so a restart loses nothing an administrator set (see [`ConfigStore`] for how the saved
 //! configuration and the site's file combine).
 
 use std::collections::BTreeMap;
@@ -42,6 +42,13 @@ pub struct Coordinator {
     sources: BTreeMap<(String, String), (Poller, std::time::Duration)>,
     /// By pool learning its costs from its server (`costs_from`): what it learned.
     learners: BTreeMap<String, CostLearner>,
+}
+
+/// An admin change in force but not yet saved, with the configuration it replaced.
+#[derive(Debug)]
+pub struct Applied {
+    before: ControlConfig,
+    after: ControlConfig,
 }
 
 /// Why an admin change or a reload was refused; nothing changed.
@@ -170,18 +177,45 @@ impl Coordinator {
         Ok(reloaded)
     }
 
-    /// Applies an admin change: checked on a copy, given to the computation, saved, and
-    /// only then in force.
+    /// Applies an admin change: checked on a copy and put in force in the computation,
+    /// not yet saved. [`Coordinator::keep`] saves it; [`Coordinator::undo`] takes back one
+    /// that could not be saved. A change the computation refuses (an algorithm's
+    /// parameters, say) leaves the configuration before it in force.
     pub fn change(
         &mut self,
         edit: impl FnOnce(&mut ControlConfig) -> Result<(), AdminError>,
-    ) -> Result<(), ChangeError> {
+    ) -> Result<Applied, ChangeError> {
         let mut next = self.config.clone();
         edit(&mut next)?;
-        if let Some(store) = &self.store {
-            store.save(&next)?;
+        let before = self.config.clone();
+        if let Err(refused) = self.install(next.clone()) {
+            // The computation may hold part of what it refused; what it ran before, it
+            // accepted then.
+            let _ = self.install(before);
+            return Err(refused);
         }
-        self.install(next)
+        Ok(Applied {
+            before,
+            after: next,
+        })
+    }
+
+    /// Saves the configuration in force in the state directory, so that a restart finds
+    /// it.
+    pub fn keep(&self) -> Result<(), ChangeError> {
+        if let Some(store) = &self.store {
+            store.save(&self.config)?;
+        }
+        Ok(())
+    }
+
+    /// Takes back `applied`, a change that could not be saved: the configuration before
+    /// it is in force again, unless a reload replaced it since (the reload saved its own).
+    pub fn undo(&mut self, applied: Applied) -> Result<(), ChangeError> {
+        if self.config == applied.after {
+            self.install(applied.before)?;
+        }
+        Ok(())
     }
 
     /// Puts the shares read from Slurm in force (under the configuration's own).

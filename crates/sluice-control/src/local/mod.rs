@@ -430,14 +430,18 @@ impl Local {
 
     /// Puts pools and admin rules in force on every job.
     pub fn apply_policy(&mut self, policy: Policy) {
-        if self.coordinator.is_none() && policy != self.policy {
-            state_dir::save_policy(&self.state_dir, &policy);
-        }
+        let from_global = self.coordinator.is_none() && policy != self.policy;
         self.policy = policy;
         for (id, job) in &mut self.jobs {
             if let Err(e) = job.apply_policy(&self.policy) {
                 tracing::warn!(job = %id, "policy not applied: {}", Chain(&e));
             }
+        }
+        // Saved once every job enforces it: each save waits for the disk.
+        if from_global {
+            state_dir::save_policy(&self.state_dir, &self.policy);
+        }
+        for job in self.jobs.values() {
             state_dir::save(&self.state_dir, &job.record);
         }
     }
