@@ -189,3 +189,32 @@ fn an_http_address_in_use_fails_the_daemon_s_start() {
     }
     drop(held);
 }
+
+/// A local whose segments' directory cannot be made (a file is in the way) fails to start
+/// with one line naming it and the flag, instead of failing every launch after it.
+#[test]
+fn a_segments_directory_that_cannot_be_made_fails_the_local_s_start() {
+    let dir = tmp_dir();
+    std::fs::write(dir.path().join("file"), "").unwrap();
+    let missing = dir.path().join("file/shm");
+    let o = Command::new(sluice_bin())
+        .args(["local", "--config", "none", "--socket"])
+        .arg(dir.path().join("local.sock"))
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .arg("--shm-dir")
+        .arg(&missing)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        last.starts_with("sluice: the segments' directory")
+            && last.contains(&path_str(&missing))
+            && last.contains("--shm-dir")
+            && last.contains("Not a directory"),
+        "{stderr}"
+    );
+}

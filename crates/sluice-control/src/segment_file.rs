@@ -80,6 +80,19 @@ pub struct SegmentFile {
     remove_on_drop: bool,
 }
 
+/// Fails unless `dir` (created if need be, as the state directory is) is a directory in
+/// which this process can create a segment (a probe file, created and removed).
+pub fn check_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".sluice-probe.{}", std::process::id()));
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 /// `job` as a safe file-name part: letters, digits, `-` and `_` kept, the rest `_`.
 pub fn file_safe(job: &str) -> String {
     job.chars()

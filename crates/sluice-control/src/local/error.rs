@@ -21,6 +21,17 @@ pub enum LocalError {
         /// Why.
         source: std::io::Error,
     },
+    /// The segments' directory is missing or cannot be written.
+    #[error(
+        "the segments' directory {} must be a directory this daemon can write (--shm-dir; a tmpfs, as /dev/shm is)",
+        .dir.display()
+    )]
+    ShmDir {
+        /// The segments' directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A directory of the state cannot be made or read.
     #[error("{doing}")]
     Io {

@@ -132,6 +132,12 @@ impl Local {
             relays: Vec::new(),
         };
         state_dir::check_writable(&local.state_dir)?;
+        // Every job's segment is made there: a directory it cannot write in fails each
+        // launch, better known at start.
+        crate::segment_file::check_dir(&local.shm_dir).map_err(|source| LocalError::ShmDir {
+            dir: local.shm_dir.clone(),
+            source,
+        })?;
         // The policy is in force before the first job is adopted: the coordinator's, or
         // in a cluster the one the global sent last, until it answers. Without one, the
         // adopted jobs keep what their segments hold.
