@@ -21,7 +21,7 @@ pub enum LocalError {
         /// Why.
         source: std::io::Error,
     },
-    /// The segments' directory is missing or cannot be written.
+    /// The segments' directory cannot be made or written in.
     #[error(
         "the segments' directory {} must be a directory this daemon can write (--shm-dir; a tmpfs, as /dev/shm is)",
         .dir.display()
