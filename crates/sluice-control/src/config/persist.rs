@@ -23,6 +23,25 @@ pub(crate) fn unwritable(state_dir: &Path) -> String {
 /// of the directory (so that the rename itself survives a crash). An existing file's
 /// permission bits carry over.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, Durability::Synced)
+}
+
+/// [`write_atomically`] without waiting for the disk: a crash of the process never
+/// leaves a half-written file, a crash of the machine may leave the one before, or none. For
+/// what lives no longer than the machine's uptime (a node's jobs), whose writers must
+/// not stall behind a busy disk.
+pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, Durability::Unsynced)
+}
+
+/// Whether a replacement waits for the disk.
+#[derive(Clone, Copy, PartialEq)]
+enum Durability {
+    Synced,
+    Unsynced,
+}
+
+fn replace(path: &Path, bytes: &[u8], sync: Durability) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -37,7 +56,9 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         // Creating applied the umask; the mode must be exactly the old one.
         file.set_permissions(Permissions::from_mode(mode))?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync == Durability::Synced {
+            file.sync_all()?;
+        }
         fs::rename(&temp, path)
     })();
     if let Err(e) = written {
@@ -45,7 +66,10 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&temp);
         return Err(e);
     }
-    File::open(dir)?.sync_all()
+    match sync {
+        Durability::Synced => File::open(dir)?.sync_all(),
+        Durability::Unsynced => Ok(()),
+    }
 }
 
 /// Creates a new temporary file next to `path`, named after it and this process; a

@@ -1,12 +1,19 @@
 //! The local controller's state directory: one JSON record per job it attached, written
 //! atomically on every change, read back when it starts so that it adopts its jobs.
+//!
+//! The records and the policy kept from the global are written without waiting for the
+//! disk (temp file and rename, no fsync): they are for a restart of the daemon, which
+//! they survive, not of the machine, which ends its jobs (and whose global sends the
+//! policy again). They are written under the local's lock, on the path of every launch
+//! and policy push, which a busy disk must not hold up (an fsync there waited seconds
+//! behind other writes: up to 1.5 s beside a large copy).
 
 use std::path::{Path, PathBuf};
 
 use sluice_core::error::Chain;
 
 use super::{JobRecord, LocalError};
-use crate::config::persist::write_atomically;
+use crate::config::persist::{replace_unsynced, write_atomically};
 use crate::segment_file::file_safe;
 
 fn jobs_dir(state_dir: &Path) -> PathBuf {
@@ -68,7 +75,7 @@ pub fn load(state_dir: &Path) -> Result<Vec<JobRecord>, LocalError> {
 pub fn save(state_dir: &Path, record: &JobRecord) {
     let path = record_path(state_dir, &record.job);
     let text = serde_json::to_vec_pretty(record).expect("a record serializes");
-    if let Err(e) = write_atomically(&path, &text) {
+    if let Err(e) = replace_unsynced(&path, &text) {
         tracing::warn!(path = %path.display(), "cannot save the job record: {e}");
     }
 }
@@ -109,7 +116,7 @@ pub fn save_policy(state_dir: &Path, policy: &super::Policy) {
             .collect(),
     };
     let text = serde_json::to_vec_pretty(&saved).expect("a policy serializes");
-    if let Err(e) = write_atomically(&policy_path(state_dir), &text) {
+    if let Err(e) = replace_unsynced(&policy_path(state_dir), &text) {
         tracing::warn!("cannot save the policy: {e}");
     }
 }
