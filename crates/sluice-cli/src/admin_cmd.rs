@@ -142,7 +142,7 @@ impl ShareCmd {
             share: share.unwrap_or(0.0),
             clear: *clear,
         };
-        server.ask(async |c| c.share_set(request).await)?;
+        server.change(async |c| c.share_set(request).await)?;
         Ok(0)
     }
 }
@@ -263,7 +263,7 @@ impl JobCmd {
             clear_limit: *clear_limit,
             clear_weight: *clear_weight,
         };
-        server.ask(async |c| c.job_set(request).await)?;
+        server.change(async |c| c.job_set(request).await)?;
         Ok(0)
     }
 }
@@ -291,11 +291,11 @@ impl PoolCmd {
                     estimator: estimator.clone().unwrap_or_default(),
                     tree: tree.clone().unwrap_or_default(),
                 };
-                server.ask(async |c| c.pool_set(request).await)?;
+                server.change(async |c| c.pool_set(request).await)?;
             }
             PoolCmd::Rm { name, server } => {
                 let request = NameRequest { name: name.clone() };
-                server.ask(async |c| c.pool_rm(request).await)?;
+                server.change(async |c| c.pool_rm(request).await)?;
             }
             PoolCmd::List { server } => {
                 let reply = server.ask(async |c| c.pool_list(Empty {}).await)?;
@@ -312,7 +312,7 @@ impl RuleAdmin {
         match self {
             RuleAdmin::Start { rule, server } => {
                 let request = RuleStartRequest { rule: rule.clone() };
-                server.ask(async |c| c.rule_start(request).await)?;
+                server.change(async |c| c.rule_start(request).await)?;
             }
             RuleAdmin::Change {
                 name,
@@ -323,11 +323,11 @@ impl RuleAdmin {
                     name: name.clone(),
                     change: change.join(" "),
                 };
-                server.ask(async |c| c.rule_change(request).await)?;
+                server.change(async |c| c.rule_change(request).await)?;
             }
             RuleAdmin::Stop { name, server } => {
                 let request = NameRequest { name: name.clone() };
-                server.ask(async |c| c.rule_stop(request).await)?;
+                server.change(async |c| c.rule_stop(request).await)?;
             }
             RuleAdmin::List { server } => {
                 let reply = server.ask(async |c| c.rule_list(Empty {}).await)?;

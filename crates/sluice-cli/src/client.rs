@@ -83,4 +83,13 @@ impl ServerArgs {
     ) -> Result<T> {
         Ok(self.target()?.ask(ask)?)
     }
+
+    /// [`ServerArgs::ask`] for a change, whose failure to answer in time says that it
+    /// may be in force already.
+    pub fn change<T>(
+        &self,
+        ask: impl AsyncFnOnce(&mut Admin) -> Result<tonic::Response<T>, tonic::Status>,
+    ) -> Result<T> {
+        Ok(self.target()?.change(ask)?)
+    }
 }

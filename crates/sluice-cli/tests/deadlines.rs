@@ -152,6 +152,12 @@ fn a_stopped_local_holds_no_launch_and_no_admin_command_beyond_the_deadline() {
             err.contains(&format!("did not answer within {deadline}")),
             "{args:?}: {err}"
         );
+        // A change may have been put in force before its save held the answer up.
+        assert_eq!(
+            err.contains("the change may be in force already"),
+            args[0] == "pool" && args[1] == "set",
+            "{args:?}: {err}"
+        );
     }
 
     // SIGCONT: it serves again, and a launch attaches.

@@ -53,6 +53,14 @@ pub enum AskError {
     /// It did not answer within the deadline.
     #[error("the controller at {0}: is it stopped or overloaded? (--deadline waits longer)")]
     Late(NoAnswer),
+    /// It did not answer a change within the deadline: the change may be in force.
+    #[error(
+        "the controller at {0}: the change may be in force already (a change is put in \
+         force before it is saved, and the answer waits for the save, which a busy disk \
+         holds up); `sluice rule list`, `pool list` or `jobs` shows what is in force \
+         (--deadline waits longer)"
+    )]
+    LateChange(NoAnswer),
     /// It answered no.
     #[error(transparent)]
     Call(#[from] CallError),
@@ -79,7 +87,10 @@ impl Blame for AskError {
             AskError::Secret(e) => e.fault(),
             AskError::Reach { source, .. } => source.fault(),
             AskError::Call(e) => e.fault(),
-            AskError::Token(_) | AskError::Late(_) | AskError::Runtime(_) => Fault::System,
+            AskError::Token(_)
+            | AskError::Late(_)
+            | AskError::LateChange(_)
+            | AskError::Runtime(_) => Fault::System,
         }
     }
 }
@@ -116,6 +127,17 @@ impl AdminTarget {
         call: impl Future<Output = Result<T, AskError>>,
     ) -> Result<T, AskError> {
         within(&self.endpoint, self.deadline, call).await
+    }
+
+    /// [`AdminTarget::ask`] for a change: one not answered in time may be in force.
+    pub fn change<T>(
+        &self,
+        ask: impl AsyncFnOnce(&mut Admin) -> Result<tonic::Response<T>, tonic::Status>,
+    ) -> Result<T, AskError> {
+        self.ask(ask).map_err(|e| match e {
+            AskError::Late(late) => AskError::LateChange(late),
+            e => e,
+        })
     }
 
     /// Connects and makes one call, `ask`, all within the deadline, on a runtime of its
