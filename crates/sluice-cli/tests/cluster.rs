@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::daemons::{self, Local, daemon_dir};
 use common::daemons::{
-    assert_pool_held, busiest_second, call_times, monotonic_ns, rate_between, share, wait_for,
+    assert_pool_held, busiest_second, call_times, has_file_starting, monotonic_ns, rate_between,
+    share, wait_for,
 };
 use common::net::{Cluster, start_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
@@ -290,12 +291,6 @@ fn a_pool_holds_every_job_released_together_on_two_nodes_of_one_host_name() {
 }
 
 /// Whether `dir` holds a file whose name starts with `prefix`.
-fn has_file_starting(dir: &std::path::Path, prefix: &str) -> bool {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(prefix))
-}
-
 /// PADLL's Uniform at a fixed rate of 2,000 getattr/s per job, in a pool of 8,000: job
 /// A, on both nodes, is held at 2,000/s while it runs alone, the rest of the pool idle;
 /// B joins on node 0 at 2,000/s without moving A; then node 1's link is cut, and node 1

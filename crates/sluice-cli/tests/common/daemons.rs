@@ -346,6 +346,14 @@ pub fn call_times(dir: &Path) -> Vec<u64> {
     times
 }
 
+/// Whether `dir` holds a file whose name starts with `prefix` (the rate program's
+/// `ready.PID`, say).
+pub fn has_file_starting(dir: &Path, prefix: &str) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(prefix))
+}
+
 /// Calls per second within [from, to).
 pub fn rate_between(times: &[u64], from: u64, to: u64) -> f64 {
     let n = times.iter().filter(|&&t| t >= from && t < to).count();
