@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+use std::os::unix::process::CommandExt as _;
 use std::time::{Duration, Instant};
 
 use common::{Run, Scratch, Sluice, c_prog, direct, log_file, path_str};
@@ -273,11 +274,20 @@ fn three_hundred_threads_count_exactly_three_thousand_stats() {
 
 #[test]
 fn sigint_is_forwarded_and_sluice_run_exits_130() {
-    let mut child = Sluice::run()
+    let mut cmd = Sluice::run()
         .rule("rate=1k/s")
-        .command(None, &["sleep", "30"])
-        .spawn()
-        .unwrap();
+        .command(None, &["sleep", "30"]);
+    // Whoever started the tests may have left SIGINT ignored (a shell does for its
+    // background jobs), which `sluice run` rightly passes on to its command: this test
+    // starts it with SIGINT at its default.
+    // SAFETY: signal() is async-signal-safe, as a child between fork and exec needs.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().unwrap();
     let pid = child.id();
     // Wait until `sluice run` catches SIGINT (its handler is installed once CMD runs).
     let start = Instant::now();
