@@ -2,7 +2,7 @@
 # Installs what the integration tests need besides Rust, when it is missing: a C compiler
 # (they build small C programs to preload the stage into) and Debian's python3 (a ready
 # made caller of vfork, memfd and large reads), openssl, Prometheus, tmux, Slurm with
-# munge and slurmdbd on MariaDB, Chromium, the packaging tools, and Ceph for a real metadata server. The conformance suites install their own.
+# munge and slurmdbd on MariaDB, Chromium, the packaging tools, fio, and Ceph for a real metadata server. The conformance suites install their own.
 set -euo pipefail
 missing=()
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -36,6 +36,9 @@ command -v dpkg-deb >/dev/null || missing+=(dpkg)
 # Go programs under the seccomp supervisor (tests/supervise.rs): Debian's Go when no Go
 # release is installed in /usr/local/go.
 [[ -x /usr/local/go/bin/go ]] || command -v go >/dev/null || missing+=(golang-go)
+# fio's io_uring engine under `--io-uring deny` (tests/supervise.rs; the fio conformance
+# suite installs it too, but runs after the unit and integration tests).
+command -v fio >/dev/null || missing+=(fio)
 # A single-node CephFS (tests/cephfs.rs, experiments/cephfs/up.sh, which also installs
 # these when missing): monitor, OSD, MDS, the FUSE client and the CLI.
 command -v ceph-mon >/dev/null || missing+=(ceph-mon)
