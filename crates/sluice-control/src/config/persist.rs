@@ -27,9 +27,9 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// [`write_atomically`] without waiting for the disk: a crash of the process never
-/// leaves a half-written file, a crash of the machine may leave the one before, or none. For
-/// what lives no longer than the machine's uptime (a node's jobs), whose writers must
-/// not stall behind a busy disk.
+/// leaves a half-written file, a crash of the machine may leave the one before, or none.
+/// For what lives no longer than the machine's uptime (a node's jobs), whose writers
+/// must not stall behind a busy disk.
 pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace(path, bytes, Durability::Unsynced)
 }
@@ -41,7 +41,7 @@ enum Durability {
     Unsynced,
 }
 
-fn replace(path: &Path, bytes: &[u8], sync: Durability) -> io::Result<()> {
+fn replace(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -56,7 +56,7 @@ fn replace(path: &Path, bytes: &[u8], sync: Durability) -> io::Result<()> {
         // Creating applied the umask; the mode must be exactly the old one.
         file.set_permissions(Permissions::from_mode(mode))?;
         file.write_all(bytes)?;
-        if sync == Durability::Synced {
+        if durability == Durability::Synced {
             file.sync_all()?;
         }
         fs::rename(&temp, path)
@@ -66,7 +66,7 @@ fn replace(path: &Path, bytes: &[u8], sync: Durability) -> io::Result<()> {
         let _ = fs::remove_file(&temp);
         return Err(e);
     }
-    match sync {
+    match durability {
         Durability::Synced => File::open(dir)?.sync_all(),
         Durability::Unsynced => Ok(()),
     }

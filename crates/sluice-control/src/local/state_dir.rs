@@ -5,8 +5,8 @@
 //! disk (temp file and rename, no fsync): they are for a restart of the daemon, which
 //! they survive, not of the machine, which ends its jobs (and whose global sends the
 //! policy again). They are written under the local's lock, on the path of every launch
-//! and policy push, which a busy disk must not hold up (an fsync there waited seconds
-//! behind other writes: up to 1.5 s beside a large copy).
+//! and policy push, which a busy disk must not hold up (with an fsync, launches beside a
+//! large write took up to 633 ms: tests/bench/launch_busy_disk.sh).
 
 use std::path::{Path, PathBuf};
 
