@@ -47,7 +47,8 @@ conformance: build
 
 ## Figures, not tests: the stage's admission path; real stat, open and printf loops
 ## natively, under a bare forwarding preload and under the stage, as ratios to this
-## machine's clock_gettime; 200 MiB through stdio under a bytes rule; the algorithms.
+## machine's clock_gettime; 200 MiB through stdio under a bytes rule; the algorithms; one
+## period detection.
 bench: build
 	@$(BIN) bench stage --threads 2
 	@bash tests/bench/loops.sh
@@ -55,6 +56,7 @@ bench: build
 	@$(BIN) bench alloc
 	@$(BIN) bench cycle --locals 1000
 	@$(BIN) bench cycle --locals 1000 --churn
+	@$(BIN) bench period
 
 ## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
 ## stepped with `sluice rule change`, about 2.5 minutes: experiments/fig6/), then every

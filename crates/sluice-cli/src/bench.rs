@@ -6,6 +6,7 @@ use anyhow::Result;
 use sluice_control::config::parse_duration;
 use sluice_workload::bench_control::{self, ControlBenchOptions};
 use sluice_workload::bench_cycle::{self, CycleBenchOptions};
+use sluice_workload::bench_period;
 use sluice_workload::figures;
 
 use crate::Usage;
@@ -25,6 +26,17 @@ pub enum BenchCmd {
     /// The global's computation of one control cycle alone, in process, over N nodes of
     /// 3 jobs each, with or without a job starting and ending every cycle.
     Cycle(BenchCycleArgs),
+    /// One period detection (SET-10's, FTIO's method) timed at the windows the controller
+    /// searches and at IO-SETS' whole frame at 100 ms.
+    Period(BenchPeriodArgs),
+}
+
+/// Options of `sluice bench period`.
+#[derive(clap::Args, Debug)]
+pub struct BenchPeriodArgs {
+    /// Print JSON: [{"samples":…, "what":…, "us":…}, …].
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `sluice bench cycle`.
@@ -88,6 +100,10 @@ impl BenchCmd {
             BenchCmd::Alloc(a) => Ok(a.run().map(|()| 0)?),
             BenchCmd::Control(a) => a.run(),
             BenchCmd::Cycle(a) => a.run(),
+            BenchCmd::Period(a) => {
+                print!("{}", figures::period(&bench_period::run(), a.json));
+                Ok(0)
+            }
         }
     }
 }

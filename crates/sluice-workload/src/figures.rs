@@ -3,6 +3,7 @@
 
 use crate::bench_control::ControlBench;
 use crate::bench_cycle::CycleBench;
+use crate::bench_period::PeriodRow;
 use crate::bench_stage::StageBench;
 use crate::ior::IorReport;
 use crate::load::LoadReport;
@@ -169,6 +170,22 @@ pub fn control(b: &ControlBench, interval: &str, json: bool) -> String {
 /// Microseconds as milliseconds, or "none" when no cycle completed.
 fn ms(us: Option<f64>) -> String {
     us.map_or_else(|| "none".to_owned(), |us| format!("{:.2} ms", us / 1e3))
+}
+
+/// `sluice bench period`'s figures: a Markdown table, or one JSON array of the rows.
+pub fn period(rows: &[PeriodRow], json: bool) -> String {
+    if json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| serde_json::json!({"samples": r.samples, "what": r.what, "us": round2(r.us)}))
+            .collect();
+        return format!("{}\n", serde_json::Value::from(v));
+    }
+    let mut out = String::from("| window (samples) | what | µs per detection |\n|---|---|---|\n");
+    for r in rows {
+        out += &format!("| {} | {} | {:.0} |\n", r.samples, r.what, r.us);
+    }
+    out
 }
 
 fn round2(x: f64) -> f64 {

@@ -31,6 +31,7 @@
 //!   time per local.
 //! - [`bench_cycle`]: the global's computation of one cycle alone, in process, with or
 //!   without jobs starting and ending.
+//! - [`bench_period`]: one period detection timed at the windows the controller searches.
 //!
 //! Errors are typed, each saying whether it is the administrator's input ([`error`]).
 //!
@@ -41,6 +42,7 @@ pub mod alloc;
 pub mod bench_alloc;
 pub mod bench_control;
 pub mod bench_cycle;
+pub mod bench_period;
 pub mod bench_stage;
 pub mod calls;
 pub mod data;
