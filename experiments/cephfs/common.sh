@@ -8,8 +8,8 @@ CLIENTS=${SLUICE_CEPHFS_CLIENTS:-"fuse victim"}
 SMALL_CACHE=${SLUICE_CEPHFS_SMALL_CACHE:-victim}
 WITH_MGR=
 
-say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 usage() {
     cat >&2 <<EOF
@@ -37,18 +37,15 @@ EOF
 }
 
 parse_args() {
+    split_opts "$@"
+    set -- "${OPTS[@]}"
     while [ $# -gt 0 ]; do
         case "$1" in
-            --work-dir) [ $# -ge 2 ] || die "--work-dir needs a directory"; WORK_DIR=$2; shift 2 ;;
-            --work-dir=*) WORK_DIR=${1#*=}; shift ;;
-            --mount-root) [ $# -ge 2 ] || die "--mount-root needs a directory"; MOUNT_ROOT=$2; shift 2 ;;
-            --mount-root=*) MOUNT_ROOT=${1#*=}; shift ;;
-            --port) [ $# -ge 2 ] || die "--port needs a number"; PORT=$2; shift 2 ;;
-            --port=*) PORT=${1#*=}; shift ;;
-            --clients) [ $# -ge 2 ] || die "--clients needs names"; CLIENTS=$2; shift 2 ;;
-            --clients=*) CLIENTS=${1#*=}; shift ;;
-            --small-cache) [ $# -ge 2 ] || die "--small-cache needs names"; SMALL_CACHE=$2; shift 2 ;;
-            --small-cache=*) SMALL_CACHE=${1#*=}; shift ;;
+            --work-dir) need_value "$@"; WORK_DIR=$2; shift 2 ;;
+            --mount-root) need_value "$@"; MOUNT_ROOT=$2; shift 2 ;;
+            --port) need_value "$@"; PORT=$2; shift 2 ;;
+            --clients) need_value "$@"; CLIENTS=$2; shift 2 ;;
+            --small-cache) need_value "$@"; SMALL_CACHE=$2; shift 2 ;;
             --mgr) WITH_MGR=1; shift ;;
             -h|--help) usage; exit 0 ;;
             *) usage; die "unknown argument '$1'" ;;

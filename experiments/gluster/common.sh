@@ -5,8 +5,8 @@ WORK_DIR=${SLUICE_GLUSTER_WORK_DIR:-/var/tmp/sluice-gluster}
 MOUNT_POINT=${SLUICE_GLUSTER_MOUNT:-/mnt/sluice-gluster}
 VOLUME=${SLUICE_GLUSTER_VOLUME:-sluice}
 
-say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 usage() {
     cat >&2 <<EOF
@@ -24,14 +24,13 @@ EOF
 }
 
 parse_args() {
+    split_opts "$@"
+    set -- "${OPTS[@]}"
     while [ $# -gt 0 ]; do
         case "$1" in
-            --work-dir) [ $# -ge 2 ] || die "--work-dir needs a directory"; WORK_DIR=$2; shift 2 ;;
-            --work-dir=*) WORK_DIR=${1#*=}; shift ;;
-            --mount) [ $# -ge 2 ] || die "--mount needs a directory"; MOUNT_POINT=$2; shift 2 ;;
-            --mount=*) MOUNT_POINT=${1#*=}; shift ;;
-            --volume) [ $# -ge 2 ] || die "--volume needs a name"; VOLUME=$2; shift 2 ;;
-            --volume=*) VOLUME=${1#*=}; shift ;;
+            --work-dir) need_value "$@"; WORK_DIR=$2; shift 2 ;;
+            --mount) need_value "$@"; MOUNT_POINT=$2; shift 2 ;;
+            --volume) need_value "$@"; VOLUME=$2; shift 2 ;;
             -h|--help) usage; exit 0 ;;
             *) usage; die "unknown argument '$1'" ;;
         esac

@@ -93,6 +93,16 @@ rate_of() {
     sed -n 's/^total \([0-9]*\) ops in \([0-9.]*\) s: \([0-9]*\) ops\/s$/\1 \2 \3/p' "$1"
 }
 
+# load_rows KIND RUN N ROLE OUT CPUS OTHERS: a CSV row for each of N `sluice load`s,
+# whose output is OUT.1 … OUT.N; CPUS is "brick%,client%" (or "," where not measured).
+load_rows() {
+    local kind=$1 run=$2 n=$3 role=$4 out=$5 cpus=$6 oth=$7 i ops secs rate
+    for i in $(seq 1 "$n"); do
+        read -r ops secs rate < <(rate_of "$out.$i")
+        echo "$kind,$run,$n,$role,$i,$ops,$secs,$rate,,,$cpus,$oth" >>"$CSV"
+    done
+}
+
 # one KIND RUN N: N aggressors started 1 s before a victim of SECS seconds.
 one() {
     local kind=$1 run=$2 n=$3 tmp pids=() i b0 c0 b1 c1 t0 t1 oth
@@ -130,10 +140,7 @@ one() {
         # shellcheck disable=SC2154 # set by the eval of mdprobe's line
         echo "$kind,$run,$n,victim,0,$calls,$seconds,$rate,$p50_us,$p99_us,$bcpu,$ccpu,$oth" >>"$CSV"
     fi
-    for i in $(seq 1 "$n"); do
-        read -r ops secs rate < <(rate_of "$tmp/agg.$i")
-        echo "$kind,$run,$n,aggressor,$i,$ops,$secs,$rate,,,,,$oth" >>"$CSV"
-    done
+    load_rows "$kind" "$run" "$n" aggressor "$tmp/agg" , "$oth"
     tail -n "$((n + 1))" "$CSV" | sed 's/^/  /' >&2
     rm -rf "$tmp"
 }
@@ -160,10 +167,7 @@ capacity() {
     local bcpu ccpu
     bcpu=$(pct "$b0" "$b1" "$t0" "$t1")
     ccpu=$(pct "$c0" "$c1" "$t0" "$t1")
-    for i in $(seq 1 "$k"); do
-        read -r o secs rate < <(rate_of "$tmp/p.$i")
-        echo "capacity-${ops//,/+},1,$k,load,$i,$o,$secs,$rate,,,$bcpu,$ccpu,$oth" >>"$CSV"
-    done
+    load_rows "capacity-${ops//,/+}" 1 "$k" load "$tmp/p" "$bcpu,$ccpu" "$oth"
     tail -n "$k" "$CSV" | sed 's/^/  /' >&2
     rm -rf "$tmp"
 }

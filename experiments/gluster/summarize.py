@@ -28,6 +28,18 @@ def roles(by_run):
     return victim, v, agg
 
 
+def beside(runs, kind):
+    """Each count of aggressors of runs of KIND, fewest first: the count, the victim's
+    rows, its rates, the aggressors' totals, and its mean rate alone (None without a
+    clean run alone)."""
+    alone = None
+    for n in sorted(n for k, n in runs if k == kind):
+        victim, v, agg = roles(runs[(kind, n)])
+        if n == 0:
+            alone = st.mean(v)
+        yield n, victim, v, agg, alone
+
+
 def main(path):
     rows = list(csv.DictReader(open(path)))
     # Runs during which other people's processes took over 30% of a core are left out.
@@ -49,12 +61,9 @@ def main(path):
     print("| aggressors | victim stat/s | drop vs alone | aggressors' ops/s (total) "
           "| volume ops/s (victim + aggressors) | brick CPU % | FUSE client CPU % | others' CPU % |")
     print("|---|---|---|---|---|---|---|---|")
-    alone = None
-    for n in sorted(n for k, n in runs if k == "rate"):
-        victim, v, agg = roles(runs[("rate", n)])
+    for n, victim, v, agg, alone in beside(runs, "rate"):
         total = [a + b for a, b in zip(v, agg)]
         if n == 0:
-            alone = st.mean(v)
             drop = "—"
         elif alone is None:
             drop = "n/a (no clean run alone)"
@@ -70,16 +79,8 @@ def main(path):
     print("\n## Victim latency (mdprobe: stat of its own 16 files, every call timed)\n")
     print("| aggressors | victim stat/s | p50 µs | p99 µs | aggressors' ops/s (total) | others' CPU % |")
     print("|---|---|---|---|---|---|")
-    lat_alone = None
-    for n in sorted(n for k, n in runs if k == "latency"):
-        victim, v, agg = roles(runs[("latency", n)])
-        if n == 0:
-            lat_alone = st.mean(v)
-            extra = ""
-        elif lat_alone is None:
-            extra = ""
-        else:
-            extra = f" (−{100 * (1 - st.mean(v) / lat_alone):.1f}%)"
+    for n, victim, v, agg, alone in beside(runs, "latency"):
+        extra = f" (−{100 * (1 - st.mean(v) / alone):.1f}%)" if n and alone is not None else ""
         print(f"| {n} | {fmt(v)}{extra} | {fmt([r['p50_us'] for r in victim])} "
               f"| {fmt([r['p99_us'] for r in victim])} | {fmt(agg) if n else '—'} "
               f"| {max(float(r['others_cpu_pct']) for r in victim):.0f} (max) |")
