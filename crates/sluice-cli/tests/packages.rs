@@ -19,8 +19,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use common::daemons::{busiest_second, call_times, monotonic_ns};
+use common::daemons::{busiest_second, call_times, monotonic_ns, wait_for};
 use common::installed::{Installed, needs_root, run, text};
 use common::{Scratch, c_prog, path_str, shm_dir, tmp_dir, workspace};
 use tempfile::TempDir;
@@ -348,5 +349,15 @@ fn the_installed_package_runs_a_pool_as_the_sluice_user_and_leaves_the_site_file
         ns.sh("cat /etc/sluice/global.toml").into_bytes(),
         std::fs::read(workspace().join("packaging/etc/global.toml")).expect("global.toml"),
         "the site's /etc/sluice/global.toml changed"
+    );
+
+    // The job has ended: the local reaps it within an interval and removes its segment
+    // from the packaged --shm-dir (the machine's /dev/shm), which nothing else cleans.
+    let segment = || ns.sh("ls /dev/shm | grep '^sluice\\..*\\.77$' || true");
+    assert!(
+        wait_for(Duration::from_secs(10), || segment().trim().is_empty()),
+        "the ended job's segment is still in /dev/shm ({})\nlocal: {}",
+        segment().trim(),
+        local.log()
     );
 }
