@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """Aggregates experiments/cephfs/results/{solo,run}N/summary.md: per set-up, the victim's
 settled calls/s as % of the same run's solo and of the run's 'Aggressors held' set-up,
-MDS figures; mean and spread (min-max) over the runs."""
+MDS figures; mean and spread (min-max) over the runs.
+
+usage: aggregate.py [RESULTS_DIR [FIRST-LAST]]  (FIRST-LAST: only runs FIRST to LAST)"""
 import re, sys, statistics as st, glob, os
 root = sys.argv[1] if len(sys.argv) > 1 else 'experiments/cephfs/results'
+if len(sys.argv) > 2:
+    span = re.fullmatch(r'(\d+)-(\d+)', sys.argv[2])
+    if not span:
+        sys.exit(f"aggregate.py: runs are FIRST-LAST (e.g. 1-10), not '{sys.argv[2]}'")
+    first, last = int(span.group(1)), int(span.group(2))
+else:
+    first, last = 0, float('inf')
 def mds_table(path):
     rows = {}
     for line in open(path):
@@ -17,7 +26,7 @@ def mds_table(path):
         rows[cells[0]] = dict(jobs=jobs, req=float(cells[2]), lat=float(cells[3]), p90=float(cells[4]),
                               q=float(cells[5]), within=float(within.group(1)) if within else None, alloc=cells[7])
     return rows
-runs = sorted(int(m) for m in (re.search(r'run(\d+)$', d).group(1) for d in glob.glob(f'{root}/run*') if re.search(r'run\d+$', d)) if os.path.exists(f'{root}/run{m}/summary.md'))
+runs = sorted(int(m) for m in (re.search(r'run(\d+)$', d).group(1) for d in glob.glob(f'{root}/run*') if re.search(r'run\d+$', d)) if os.path.exists(f'{root}/run{m}/summary.md') and first <= int(m) <= last)
 per = {}
 order = []
 for n in runs:
