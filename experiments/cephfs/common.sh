@@ -37,20 +37,8 @@ EOF
 }
 
 parse_args() {
-    split_opts "$@"
-    set -- "${OPTS[@]}"
-    while [ $# -gt 0 ]; do
-        case "$1" in
-            --work-dir) need_value "$@"; WORK_DIR=$2; shift 2 ;;
-            --mount-root) need_value "$@"; MOUNT_ROOT=$2; shift 2 ;;
-            --port) need_value "$@"; PORT=$2; shift 2 ;;
-            --clients) need_value "$@"; CLIENTS=$2; shift 2 ;;
-            --small-cache) need_value "$@"; SMALL_CACHE=$2; shift 2 ;;
-            --mgr) WITH_MGR=1; shift ;;
-            -h|--help) usage; exit 0 ;;
-            *) usage; die "unknown argument '$1'" ;;
-        esac
-    done
+    parse_opts "--work-dir=WORK_DIR --mount-root=MOUNT_ROOT --port=PORT --clients=CLIENTS
+                --small-cache=SMALL_CACHE --mgr:WITH_MGR" "$@"
     case "$WORK_DIR" in /?*) ;; *) die "--work-dir must be an absolute path other than /, not '$WORK_DIR'" ;; esac
     case "$MOUNT_ROOT" in /?*) ;; *) die "--mount-root must be an absolute path other than /, not '$MOUNT_ROOT'" ;; esac
     case "$PORT" in ''|*[!0-9]*) die "--port must be a number, not '$PORT'" ;; esac

@@ -24,17 +24,7 @@ EOF
 }
 
 parse_args() {
-    split_opts "$@"
-    set -- "${OPTS[@]}"
-    while [ $# -gt 0 ]; do
-        case "$1" in
-            --work-dir) need_value "$@"; WORK_DIR=$2; shift 2 ;;
-            --mount) need_value "$@"; MOUNT_POINT=$2; shift 2 ;;
-            --volume) need_value "$@"; VOLUME=$2; shift 2 ;;
-            -h|--help) usage; exit 0 ;;
-            *) usage; die "unknown argument '$1'" ;;
-        esac
-    done
+    parse_opts "--work-dir=WORK_DIR --mount=MOUNT_POINT --volume=VOLUME" "$@"
     case "$WORK_DIR" in /*) ;; *) die "--work-dir must be an absolute path, not '$WORK_DIR'" ;; esac
     case "$MOUNT_POINT" in /*) ;; *) die "--mount must be an absolute path, not '$MOUNT_POINT'" ;; esac
     [ "$WORK_DIR" != / ] || die "--work-dir cannot be /"
