@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{path_str, sluice_bin, tmp_dir};
+use common::{path_str, shm_dir, sluice_bin};
 use serde_json::Value;
 
 const SCENARIO: &str = r#"
@@ -47,7 +47,7 @@ algorithm = "psfa"
 
 #[test]
 fn a_scenario_runs_each_setup_and_the_controlled_one_holds_the_pool() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let out = run_scenario(&dir, "small.toml", SCENARIO);
     for f in [
         "Baseline.csv",
@@ -143,7 +143,7 @@ limits = { a = "8MB/s", b = "4MB/s" }
 
 #[test]
 fn data_jobs_get_their_desired_bandwidth_and_record_their_phases() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let out = run_scenario(&dir, "bw.toml", BANDWIDTH);
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
@@ -218,7 +218,7 @@ tree = "account,user,job"
 
 #[test]
 fn a_tree_setup_divides_by_account_and_reports_each_jobs_slowdown() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let out = run_scenario(&dir, "tree.toml", TREE);
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
@@ -280,7 +280,7 @@ algorithm = "none"
 
 #[test]
 fn metrics_stop_ends_data_jobs_after_the_window_and_their_measures_cover_it() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let begun = std::time::Instant::now();
     let out = run_scenario(&dir, "stopped.toml", STOPPED);
     assert!(begun.elapsed().as_secs_f64() < 6.0, "{:?}", begun.elapsed());
@@ -319,7 +319,11 @@ fn refused(scenario: &std::path::Path, text: &str) -> String {
     err
 }
 
-/// Runs `text` as scenario `name` in `dir`; returns its output directory.
+/// Runs `text` as scenario `name` in `dir`; returns its output directory. The tests give
+/// a `dir` on tmpfs: the jobs write their files under it, and the pool stands in for a
+/// file system only where the disk is faster than the pool. Beside a large write to disk
+/// (`make test` copies 4 GB of the old release meanwhile), two data jobs in /tmp were held
+/// by writeback rather than by their pool, and shared it evenly whatever the tree said.
 fn run_scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
     run_scenario_with(dir, name, text, &[]).0
 }
@@ -388,7 +392,7 @@ algorithm = "psfa"
 
 #[test]
 fn command_jobs_are_timed_counted_and_held_to_the_pool() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let (out, live) = run_scenario_with(&dir, "commands.toml", COMMANDS, &["--live"]);
     eprintln!("{live}");
     let summary: Value =
@@ -516,7 +520,7 @@ algorithm = "psfa"
 
 #[test]
 fn a_job_on_two_nodes_is_one_job_of_the_cluster_and_the_pool_holds() {
-    let dir = tmp_dir();
+    let dir = shm_dir();
     let scenario = dir.path().join("two.toml");
     std::fs::write(&scenario, TWO_NODES).unwrap();
     let out = dir.path().join("out");
