@@ -73,6 +73,8 @@ mod tables;
 
 #[cfg(test)]
 mod docs;
+#[cfg(test)]
+mod rooms;
 
 /// Runs when the library is loaded, before `main`: sets the stage up from the
 /// environment. Until it has run, every hook passes its call straight through.
