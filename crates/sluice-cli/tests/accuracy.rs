@@ -8,8 +8,7 @@
 //! is the rate. These tests run one at a time (the machine has two cores, and a test that
 //! measures time must not compete with another one for them).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::sync::Mutex;
 

@@ -5,7 +5,7 @@
 //! change things; garbage and malformed messages on the global's port drop that connection
 //! only, and a node whose clock runs ahead does not stop the global.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,7 @@
 //! exist or an `fs-type` with no mount on the node is a warning in the log and in
 //! `sluice status`.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};

@@ -1,8 +1,7 @@
 //! Bad input is refused before the command runs (exit 2, one line on stderr), and a stage
 //! that cannot use its segment runs the program unmanaged and says why in its log.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

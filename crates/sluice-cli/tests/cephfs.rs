@@ -6,7 +6,7 @@
 //! per-operation latencies (lookups as getattr, creates as mknod, unlinks).
 //! Torn down when the test ends, passed or failed.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

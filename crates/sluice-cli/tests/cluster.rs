@@ -3,7 +3,7 @@
 //! local in each of two others, jobs attached on both; and a global with one local on
 //! loopback (no namespaces, so it runs without root) for SET-10's hand-over.
 
-mod common;
+use crate::common;
 
 use std::process::Child;
 use std::sync::Mutex;

@@ -4,7 +4,7 @@
 //! user among them; a daemon refuses a missing file unless told `--config none`; and
 //! `sluice rule check --file` sends a controller configuration to `config check`.
 
-mod common;
+use crate::common;
 
 use common::daemons::{Local, daemon_dir, start_global};
 use common::{path_str, sluice_bin, tmp_dir};

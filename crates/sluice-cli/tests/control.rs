@@ -1,7 +1,7 @@
 //! The control plane on one node: a real `sluice local` in single-node mode, jobs attached
 //! by real `sluice run` launchers running real programs under the stage.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

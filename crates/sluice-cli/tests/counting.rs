@@ -1,8 +1,7 @@
 //! What the stage counts, preloaded into real programs: exact counts, every operation,
 //! descriptor tracking, path resolution, and a rules file end to end.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

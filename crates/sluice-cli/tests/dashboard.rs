@@ -4,7 +4,7 @@
 //! holds a point for every cycle the stream showed; each snapshot carries the pool's tree
 //! (account, user, job) the page draws.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,7 @@
 //! their allocations, and the pool's tree drawn (accounts, users, jobs). A screenshot is
 //! kept in experiments/dashboard/dashboard.png (`SLUICE_BLESS=1` rewrites it).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! standalone or refuses it, as the site chose, and says so in one line; admin commands
 //! fail with one line; a local whose global is silent answers for it in time.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

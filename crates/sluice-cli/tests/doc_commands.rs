@@ -31,7 +31,7 @@
 //! A document's new blocks are picked up as they are written; a command that fails fails
 //! the test with the session's transcript and the controllers' logs.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::io::Write as _;

@@ -4,8 +4,7 @@
 //! the lines must be the same natively, under the stage managing the program's directory,
 //! and under the stage managing another place.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! The scenario runner end to end: a small scenario (two jobs, one pool, Baseline and
 //! PSFA) run with the real control plane and real replayers; then compared.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -5,7 +5,7 @@
 //! fault starts within 3 s, and the control plane has every job back within two intervals
 //! of the fault's end.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Faults of a local controller, each with real daemons and real jobs: killed mid-run,
 //! fed garbage (another user naming a job: tests/users.rs; a stopped one: tests/deadlines.rs).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;

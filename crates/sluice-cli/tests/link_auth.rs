@@ -3,7 +3,7 @@
 //! the local's reports counted nowhere), and admits one with it. Real daemons on
 //! loopback; certificates made with the openssl commands of docs/deploy.md.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! job's own calls show for the same window, and every query of the Grafana dashboard
 //! (docs/grafana-dashboard.json) answers.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

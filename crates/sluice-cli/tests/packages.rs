@@ -12,7 +12,7 @@
 //! temp tmpfs), so the units' command lines run as written and nothing of the machine
 //! changes: the user the postinst adds exists only in that namespace.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;

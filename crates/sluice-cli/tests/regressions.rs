@@ -1,7 +1,6 @@
 //! Regressions from the review of the stage: each test is named after the defect it pins.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

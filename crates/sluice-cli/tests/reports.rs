@@ -4,7 +4,7 @@
 //! survives a restart of the controller, is pruned past `report_retention`, and another
 //! user can neither read it nor learn more than that it is not theirs (audited).
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Output, Stdio};

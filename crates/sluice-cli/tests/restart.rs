@@ -3,7 +3,7 @@
 //! run on at their last rates, and a new daemon takes them back; whatever an
 //! administrator set survives every restart, with or without a configuration file.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -2,8 +2,7 @@
 //! posix_spawn, many children and threads, and `sluice run` as a process parent (signals,
 //! exit status). The stage must never change what the program sees.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt as _;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! packages (tests/deps.sh installs them), started here on a socket and ports of their own
 //! with `libsluice_spank.so` in plugstack.conf, and a real `sluice local` with a pool.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

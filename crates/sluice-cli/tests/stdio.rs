@@ -7,8 +7,7 @@
 //! `class=data rate=20MiB/s` (2 s each; `make bench` runs the 200 MiB, 10 s version) and
 //! run one at a time: the machine has two cores.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -10,8 +10,7 @@
 //! data rule within 2% and its reads counted; its writes to pipes and unmanaged files
 //! pass uncharged. These tests run one at a time (two cores).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

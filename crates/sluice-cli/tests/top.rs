@@ -3,7 +3,7 @@
 //! `j` sorts by job, `/` filters, Esc clears the filter, `q` quits and gives the terminal
 //! back.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 use std::time::Duration;

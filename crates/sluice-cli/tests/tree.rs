@@ -4,7 +4,7 @@
 //! reading Slurm's association shares at start and on SIGHUP, from a stand-in `sacctmgr`
 //! and from a real slurmdbd on a private MariaDB.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,7 @@
 //! job; a job root attached (as the Slurm plugin does) is joined only from inside it; every
 //! refusal and separation is in the local's log with who, what and why.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! untouched and says so, and a local of this release replaces the previous release's
 //! under a running job without letting it go (docs/deploy.md, "Upgrading").
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //!
 //! The tests that measure time run one at a time (the machine has two cores).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

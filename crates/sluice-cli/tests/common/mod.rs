@@ -1,7 +1,7 @@
 //! Shared helpers of the integration tests: find the release binaries, compile the C
 //! programs of `tests/c`, run a command under `sluice run`, and read its `--stats`.
 //!
-//! Every test binary includes this module and uses a part of it.
+//! Every module of the test binary (tests/integration.rs) uses a part of it.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
