@@ -3,7 +3,8 @@
 # once, for the upgrade test (crates/sluice-cli/tests/versions.rs), and keeps them under
 # TARGET/old-release/COMMIT; prints that directory. The build seeds its own target
 # directory with the workspace's compiled registry crates (the same versions, so they
-# stay fresh) and compiles only sluice's own crates, from the commit's source.
+# stay fresh: their libraries, build scripts' outputs and fingerprints) and compiles
+# only sluice's own crates, from the commit's source.
 #
 # `make test` starts it in the background once the test binaries are built, so that the
 # build overlaps tests that mostly wait; the upgrade test runs it too, and a second run
@@ -33,11 +34,17 @@ if ! git -C "$root" archive --format=tar "$commit" | tar -x -C "$build/src"; the
 fi
 seeded=$build/src/target/release
 mkdir -p "$seeded"
-for part in deps build .fingerprint; do
+for part in build .fingerprint; do
     cp -a "$bin/$part" "$seeded/"
     # sluice's own crates are built from the old source, never taken from ours.
     rm -rf "$seeded/$part"/sluice* "$seeded/$part"/libsluice*
 done
+# Of deps, the registry crates' libraries only (lib*.rlib, .rmeta, .so): the test
+# binaries there are most of its gigabytes, and copying them held the tests' own writes
+# behind the disk's writeback.
+mkdir "$seeded/deps"
+find "$bin/deps" -maxdepth 1 -type f -name 'lib*' ! -name 'libsluice*' \
+    -exec cp -a -t "$seeded/deps/" {} +
 if ! log=$(cd "$build/src" && CARGO_TARGET_DIR=$build/src/target \
     cargo build --release --offline --locked -p sluice -p sluice-stage 2>&1 </dev/null); then
     echo "old-release.sh: cannot build commit $commit: $log" >&2
