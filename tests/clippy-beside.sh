@@ -19,7 +19,7 @@ start)
     # under it; but the same session: with the kernel's autogroups, a process in a session
     # of its own (setsid) shares the CPU evenly with the tests' session whatever its nice.
     set -m
-    (nice -n 19 "${CARGO:-cargo}" clippy --workspace --all-targets --release \
+    (nice -n 19 "${CARGO:-cargo}" clippy --workspace --all-targets --test integration --release \
         --target-dir target/clippy -- -D warnings >"$dir/log" 2>&1
     echo $? >"$dir/rc") </dev/null >/dev/null 2>&1 &
     echo $! >"$dir/pid"

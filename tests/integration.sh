@@ -38,13 +38,15 @@ for m in $chosen; do
 done
 if [[ ${LANES:-2} == 1 ]]; then a+=("${b[@]}") b=(); fi
 
-# Built once; its path from cargo's own report of the test target.
-bin=$(cd "$root" && "$cargo" test --release -p sluice --test integration --no-run \
-    --message-format=json 2>/dev/null |
+# Built once; its path from cargo's own report of the test target. The whole workspace
+# selected, as make test's other cargo commands: a narrower selection unifies the
+# dependencies' features differently and builds them all again.
+bin=$(cd "$root" && "$cargo" test --release --workspace --test integration \
+    --no-run --message-format=json 2>/dev/null |
     grep '"kind":\["test"\]' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 if [[ -z $bin || ! -x $bin ]]; then
     echo "tests/integration.sh: cannot build the integration tests:" >&2
-    (cd "$root" && "$cargo" test --release -p sluice --test integration --no-run) >&2
+    (cd "$root" && "$cargo" test --release --workspace --test integration --no-run) >&2
     exit 1
 fi
 
@@ -75,6 +77,6 @@ echo "=== integration tests: $(wc -w <<<"$chosen") modules in $((SECONDS - start
     "(logs: target/integration-logs)"
 if [[ -s $logs/failed ]]; then
     echo "tests/integration.sh: failed: $(echo $(cat "$logs/failed"))" >&2
-    echo "  rerun one: cargo test --release -p sluice --test integration -- MODULE::" >&2
+    echo "  rerun one: cargo test --release --workspace --test integration -- MODULE::" >&2
     exit 1
 fi
