@@ -17,13 +17,7 @@ demo: build
 	$(BIN) demo
 
 ## Everything CI runs: format, lints, unit and integration tests, conformance suites.
-## Clippy runs beside the tests at the lowest priority (tests/clippy-beside.sh): they
-## mostly wait, and it was four minutes of the critical path before them.
-test: deps fmt-check build
-	@bash tests/clippy-beside.sh start
-	@$(MAKE) --no-print-directory rust-tests conformance || \
-	    { bash tests/clippy-beside.sh stop; exit 1; }
-	@bash tests/clippy-beside.sh wait
+test: deps fmt-check clippy build rust-tests conformance
 
 ## The quick loop while editing (a minute or two, warm): format, lints, and the unit
 ## tests of every crate (no integration tests, no daemons, no conformance suites).

@@ -3,11 +3,14 @@
 //! `SLUICE_BIN_DIR`) in real processes.
 //!
 //! One binary rather than one per file: every file linked the same dependencies (the
-//! harness, the control plane's client) into a binary of its own, and building 32 of
-//! them was most of `make test`'s compile time. `make test` (tests/integration.sh) runs
-//! the modules one after another, each in a process of its own as its file's binary
-//! was, so that a module's tests share a process, and run side by side, only with
-//! each other; `cargo test --release -p sluice --test integration -- MODULE::` runs one.
+//! harness, the control plane's client) into a binary of its own, and building the 32
+//! took 285 s of a cold `make test` (the one: 43 s). `make test` runs it with
+//! tests/integration.sh, module by module, each in a process of its own as its file's
+//! binary was, so that a module's tests share a process, and run side by side, only
+//! with each other, one module after another; `bash tests/integration.sh MODULE…` runs
+//! some, and
+//! `cargo test --release --workspace --test integration -- MODULE::` one with libtest's
+//! options.
 
 #[macro_use]
 mod common;
