@@ -5,10 +5,9 @@
 # by side only with each other (several hold a lock so that their daemons and timings
 # are not disturbed by each other's).
 #
-# One after another: in two lanes at once (the modules mostly wait: 650 s one after
-# another for about 100 s of CPU), accuracy::two_threads_share_one_budget and a Slurm
-# test failed in a clean clone's make test (2026-11-28), so a module still has the machine
-# to itself, as when each file was a binary of its own.
+# The modules run one after another, each with the machine to itself: run two at once
+# (they mostly wait: 650 s in all for about 100 s of CPU), accuracy's and a Slurm test
+# failed in a clean clone's make test (2026-11-28).
 # Each module's output goes to target/integration-logs/MODULE.log, and is printed when
 # it fails. Runs every module, then names those that failed.
 #
@@ -28,38 +27,32 @@ done
 if [[ $# -gt 0 ]]; then chosen=$*; else chosen=$all; fi
 # Built once; its path from cargo's own report of the test target. The whole workspace
 # selected, as make test's other cargo commands: a narrower selection unifies the
-# dependencies' features differently and builds them all again.
+# dependencies' features differently and builds them all again. Compile errors reach
+# stderr.
 bin=$(cd "$root" && "$cargo" test --release --workspace --test integration \
-    --no-run --message-format=json 2>/dev/null |
+    --no-run --message-format=json-render-diagnostics |
     grep '"kind":\["test"\]' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 if [[ -z $bin || ! -x $bin ]]; then
-    echo "tests/integration.sh: cannot build the integration tests:" >&2
-    (cd "$root" && "$cargo" test --release --workspace --test integration --no-run) >&2
+    echo "tests/integration.sh: cannot build the integration tests" >&2
     exit 1
 fi
 
 logs=$root/target/integration-logs
 mkdir -p "$logs"
 rm -f "$logs"/*.log "$logs"/failed
-# A module that fails, or runs no test (its tests were renamed or lost), is added to the
-# list of failures.
-run() {
-    local m started
-    for m in "$@"; do
-        started=$SECONDS
-        if (cd "$crate" && "$bin" "$m::") >"$logs/$m.log" 2>&1 &&
-            grep -q '^test result: ok\. [1-9]' "$logs/$m.log"; then
-            echo "=== integration tests: $m ok ($((SECONDS - started)) s)"
-        else
-            echo "=== integration tests: $m FAILED ($((SECONDS - started)) s):"
-            cat "$logs/$m.log"
-            echo "$m" >>"$logs/failed"
-        fi
-    done
-}
 started=$SECONDS
-# shellcheck disable=SC2086 # one word per module
-run $chosen
+# A module that fails, or runs no test (its tests were renamed or lost), is a failure.
+for m in $chosen; do
+    m_started=$SECONDS
+    if (cd "$crate" && "$bin" "$m::") >"$logs/$m.log" 2>&1 &&
+        grep -q '^test result: ok\. [1-9]' "$logs/$m.log"; then
+        echo "=== integration tests: $m ok ($((SECONDS - m_started)) s)"
+    else
+        echo "=== integration tests: $m FAILED ($((SECONDS - m_started)) s):"
+        cat "$logs/$m.log"
+        echo "$m" >>"$logs/failed"
+    fi
+done
 echo "=== integration tests: $(wc -w <<<"$chosen") modules in $((SECONDS - started)) s" \
     "(logs: target/integration-logs)"
 if [[ -s $logs/failed ]]; then
