@@ -37,13 +37,12 @@ clippy:
 # stage (built above) into real programs. They are one binary, run module by module
 # (tests/integration.sh), not by `cargo test` itself. Every cargo command here selects the
 # whole workspace: a narrower selection unifies the dependencies' features differently
-# and builds them all again. The upgrade test's build of the previous release
-# (tests/old-release.sh) starts in the background once the test binaries are built, so
-# that it overlaps the tests that mostly wait; the test waits for it.
+# and builds them all again. tests/integration.sh also starts the upgrade test's build of
+# the previous release (tests/old-release.sh) in the background, once the modules that
+# measure rates have run, so that it overlaps the tests that mostly wait.
 rust-tests: build
 	$(CARGO) test --release --workspace --test integration --no-run
 	$(CARGO) test --release --workspace --no-run
-	nice -n 19 bash tests/old-release.sh >target/old-release.log 2>&1 &
 	$(CARGO) test --release --workspace
 	bash tests/integration.sh
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds `sluice` and the stage of the release before versioned segments (commit b068009)
-# once, for the upgrade test (crates/sluice-cli/tests/versions.rs), and keeps them under
+# once, for the upgrade test (crates/sluice-tests/tests/versions.rs), and keeps them under
 # TARGET/old-release/COMMIT; prints that directory. The build seeds its own target
 # directory with the workspace's compiled registry crates (the same versions, so they
 # stay fresh: their libraries, build scripts' outputs and fingerprints) and compiles
 # only sluice's own crates, from the commit's source.
 #
-# `make test` starts it in the background once the test binaries are built, so that the
-# build overlaps tests that mostly wait; the upgrade test runs it too, and a second run
-# waits for the first (flock) instead of building again.
+# tests/integration.sh starts it in the background once the modules that measure rates
+# have run, so that the build overlaps tests that mostly wait; the upgrade test runs it
+# too, and a second run waits for the first (flock) instead of building again.
 # Environment: SLUICE_BIN_DIR (default target/release: the build it seeds from).
 set -euo pipefail
 commit=b068009

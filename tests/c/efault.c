@@ -1,7 +1,7 @@
 /* Calls every hook that takes a pointer the stage reads (a path, an *at path, either path
  * of a two-path call, a stream, a directory stream, an iovec array) with pointers the
  * kernel or libc refuses, and prints what each call returned: the same lines natively
- * and under the stage, managed or not (crates/sluice-cli/tests/efault.rs).
+ * and under the stage, managed or not (crates/sluice-tests/tests/efault.rs).
  *
  * Usage: efault DIR
  *   DIR: an existing directory; DIR/efault-file is created there and read and written.

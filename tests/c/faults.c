@@ -1,6 +1,6 @@
 /* A program's own handling of SIGSEGV and SIGBUS, which a preloaded stage must leave as it
  * is: prints one line per check, the same natively and under the stage
- * (crates/sluice-cli/tests/efault.rs).
+ * (crates/sluice-tests/tests/efault.rs).
  *
  * Usage: faults DIR     every check; DIR/faults-empty is created (for SIGBUS)
  *        faults initial the dispositions the program started with

@@ -254,8 +254,8 @@ fn a_local_leaves_a_segment_it_cannot_read_untouched_and_reports_refusals() {
 
 /// The `sluice` binary and stage library of the release before versioned segments
 /// (`b068009`), built once by tests/old-release.sh and kept under
-/// target/old-release/COMMIT (`make test` starts that build in the background while the
-/// first tests run; this waits for it, or builds).
+/// target/old-release/COMMIT (tests/integration.sh starts that build in the background
+/// once the modules that measure rates have run; this waits for it, or builds).
 fn previous_release() -> PathBuf {
     let script = common::workspace().join("tests/old-release.sh");
     let o = Command::new("bash")
