@@ -8,17 +8,21 @@
 # The modules run one after another, each with the machine to itself: run two at once
 # (they mostly wait: 650 s in all for about 100 s of CPU), accuracy's and a Slurm test
 # failed in a clean clone's make test (2026-11-28).
-# The modules that measure a rate to 2% (`quiet` below) run first; only then does the
-# upgrade test's build of the previous release (tests/old-release.sh) start, in the
-# background at nice 19, to overlap the modules that mostly wait (the `versions` test
-# waits for it). Started before them, its compiler cost a one-thread stat loop 7% of its
-# rate in CI (accuracy::getattr_rate_is_held_for_one_thread: 1866/s for 2000/s; a bucket
-# cannot give back time its caller was not running).
+# The modules that measure a rate to 2% (`quiet` below) run first, with the machine to
+# themselves. Only then does work meant to overlap the others (they mostly wait) start
+# in the background, at nice 19: the command in BESIDE if set (make test's
+# tests/beside-integration.sh), else the upgrade test's build of the previous release
+# (tests/old-release.sh) when `versions` runs. Started before them, that build cost a
+# one-thread stat loop 7% of its rate in CI (accuracy::getattr_rate_is_held_for_one_thread:
+# 1866/s for 2000/s; a bucket cannot give back time its caller was not running).
+# The background command's output goes to target/integration-logs/beside.log; it is
+# waited for at the end, and its failure is a failure.
 # Each module's output goes to target/integration-logs/MODULE.log, and is printed when
 # it fails. Runs every module, then names those that failed.
 #
 # usage: tests/integration.sh [MODULE…]   (default: every module; e.g. experiment cephfs)
-# Environment: CARGO (default cargo); SLUICE_BIN_DIR as for the tests themselves.
+# Environment: CARGO (default cargo); BESIDE (a shell command); SLUICE_BIN_DIR as for the
+# tests themselves.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 crate=$root/crates/sluice-tests
@@ -35,7 +39,7 @@ if [[ $# -gt 0 ]]; then chosen=$*; else chosen=$all; fi
 # selected, as make test's other cargo commands: a narrower selection unifies the
 # dependencies' features differently and builds them all again. Compile errors reach
 # stderr.
-bin=$(cd "$root" && "$cargo" test --release --workspace --test integration \
+bin=$(cd "$root" && "$cargo" test --workspace --test integration \
     --no-run --message-format=json-render-diagnostics |
     grep '"kind":\["test"\]' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 if [[ -z $bin || ! -x $bin ]]; then
@@ -65,14 +69,30 @@ run() {
     fi
 }
 for m in "${first[@]}"; do run "$m"; done
-if [[ " ${rest[*]} " == *" versions "* ]]; then
-    nice -n 19 bash "$root/tests/old-release.sh" >"$logs/old-release.log" 2>&1 &
+beside=${BESIDE:-}
+if [[ -z $beside && " ${rest[*]} " == *" versions "* ]]; then
+    beside="bash tests/old-release.sh"
+fi
+if [[ -n $beside ]]; then
+    (cd "$root" && exec nice -n 19 bash -c "$beside") >"$logs/beside.log" 2>&1 &
+    beside_pid=$!
 fi
 for m in "${rest[@]}"; do run "$m"; done
+if [[ -n $beside ]]; then
+    waited=$SECONDS
+    if wait "$beside_pid"; then
+        echo "=== integration tests: beside them, '$beside' ok" \
+            "(waited $((SECONDS - waited)) s for it)"
+    else
+        echo "=== integration tests: beside them, '$beside' FAILED:"
+        cat "$logs/beside.log"
+        echo "beside" >>"$logs/failed"
+    fi
+fi
 echo "=== integration tests: $(wc -w <<<"$chosen") modules in $((SECONDS - started)) s" \
     "(logs: target/integration-logs)"
 if [[ -s $logs/failed ]]; then
     echo "tests/integration.sh: failed: $(echo $(cat "$logs/failed"))" >&2
-    echo "  rerun one: cargo test --release --workspace --test integration -- MODULE::" >&2
+    echo "  rerun one: cargo test --workspace --test integration -- MODULE::" >&2
     exit 1
 fi

@@ -9,7 +9,7 @@
 //! binary was, so that a module's tests share a process, and run side by side, only
 //! with each other, one module after another; `bash tests/integration.sh MODULE…` runs
 //! some, and
-//! `cargo test --release --workspace --test integration -- MODULE::` one with libtest's
+//! `cargo test --workspace --test integration -- MODULE::` one with libtest's
 //! options.
 
 #[macro_use]
