@@ -36,12 +36,12 @@ clippy:
 
 # Unit, property, doc and integration tests, built with the test profile (Cargo.toml);
 # the integration tests preload the real stage (the release build above) into real
-# programs. They are one binary, run module by module
-# (tests/integration.sh), not by `cargo test` itself. They mostly wait (about 100 s of
-# CPU in 620 s), so once the modules that measure rates have run, the rest of the CPU
-# work runs beside them at nice 19 (tests/beside-integration.sh): the upgrade test's
-# build of the previous release, clippy, and the build of the unit tests run last. Every
-# cargo command here selects the whole workspace: a narrower selection unifies the
+# programs. They are one binary, run module by module by tests/integration.sh, not by
+# `cargo test` itself. They mostly wait (about 100 s of CPU in 606 s), so once the
+# modules that measure rates have run alone, the rest of the CPU work runs beside them
+# at nice 19 (tests/beside-integration.sh: the upgrade test's build of the previous
+# release, clippy, the unit tests' build); the unit tests run after them. Every cargo
+# command here selects the whole workspace: a narrower selection unifies the
 # dependencies' features differently and builds them all again.
 rust-tests: build
 	$(CARGO) test --workspace --test integration --no-run

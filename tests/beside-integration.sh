@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What make test runs beside the integration tests, which mostly wait (about 100 s of CPU
-# in 620 s): tests/integration.sh starts it at nice 19 once the modules that measure
+# in 606 s): tests/integration.sh starts it at nice 19 once the modules that measure
 # rates have run. One after another, so that at most one compiler runs at a time:
 #   1. the upgrade test's build of the previous release (tests/old-release.sh), first
 #      because the `versions` module waits for it;
