@@ -3,13 +3,12 @@
 //! `SLUICE_BIN_DIR`) in real processes.
 //!
 //! One binary rather than one per file: every file linked the same dependencies (the
-//! harness, the control plane's client) into a binary of its own, and building the 32
-//! took 285 s of a cold `make test` (the one: 43 s). `make test` runs it with
+//! harness, the control plane's client) into a binary of its own; rebuilding the 32 with
+//! warm dependencies took 285 s, the one 43 s. `make test` runs it with
 //! tests/integration.sh, module by module, each in a process of its own as its file's
-//! binary was, so that a module's tests share a process, and run side by side, only
-//! with each other, one module after another; `bash tests/integration.sh MODULE…` runs
-//! some, and
-//! `cargo test --workspace --test integration -- MODULE::` one with libtest's
+//! binary was, so that a module's tests share a process, and run side by side, only with
+//! each other, one module after another. `bash tests/integration.sh MODULE…` runs some;
+//! `cargo test --workspace --test integration -- MODULE::` runs one with libtest's
 //! options.
 
 #[macro_use]
