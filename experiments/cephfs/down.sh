@@ -14,16 +14,16 @@ parse_args "$@"
 need_root
 started=$EPOCHREALTIME
 
-# stop GRACE NAME:EXE...: SIGTERM to the pid of each run/NAME.pid that still runs EXE,
-# all at once, then SIGKILL to those still there after GRACE seconds.
+# stop GRACE SIGNAL NAME:EXE...: SIGNAL to the pid of each run/NAME.pid that still runs
+# EXE, all at once, then SIGKILL to those still there after GRACE seconds.
 stop() {
-    local grace=$1 pid t item
-    shift
+    local grace=$1 signal=$2 pid t item
+    shift 2
     local pids=()
     for item in "$@"; do
         pid=$(pid_of "${item%%:*}" "${item#*:}") || continue
         say "stopping ${item%%:*} (pid $pid)"
-        kill "$pid" 2>/dev/null && pids+=("$pid")
+        kill "-$signal" "$pid" 2>/dev/null && pids+=("$pid")
     done
     t=$EPOCHREALTIME
     for pid in ${pids[@]+"${pids[@]}"}; do
@@ -66,11 +66,15 @@ if [ -d "$RUN" ]; then
         [ -e "$f" ] && clients+=("$(basename "$f" .pid):ceph-fuse")
     done
     # A ceph-fuse ends with its mount; one still there is stopped.
-    [ ${#clients[@]} -eq 0 ] || stop 3 "${clients[@]}"
-    # All at once: the cluster is thrown away, so nothing needs the others to stop in
-    # order. An MDS asked to stop waits about 10 s for the monitor to take it out of the
-    # map, hence SIGKILL after 2 s.
-    stop 2 mds.a:ceph-mds osd.0:ceph-osd mgr.x:ceph-mgr mon.a:ceph-mon
+    [ ${#clients[@]} -eq 0 ] || stop 3 TERM "${clients[@]}"
+    # The MDS first, killed: asked to stop, it tells the monitor, and the map that takes
+    # it out comes back to it as "removed me", on which it respawns, re-executing itself
+    # as a new daemon with a new pid that no pid file names (seen in four of seven
+    # stops under load, 2026-11-28). The cluster is thrown away, so nothing needs an
+    # orderly stop.
+    stop 2 KILL mds.a:ceph-mds
+    # The others all at once, SIGKILL to any still there after 2 s.
+    stop 2 TERM osd.0:ceph-osd mgr.x:ceph-mgr mon.a:ceph-mon
 fi
 
 # --- files --------------------------------------------------------------------------
