@@ -43,6 +43,14 @@ pub const BUSY: f64 = 0.9;
 /// capacity rests where the latency is near the target and under it.
 pub const GROW_BELOW: f64 = 0.8;
 
+/// Intervals that must each hold the target after one that missed it before the
+/// capacity grows again. A latency read each interval swings by a fifth around its
+/// median on a busy node (the MDS's per-second mean: p90 1.1-1.3 times the median), so a
+/// pool that grew whenever one interval came in under the band rested with its median in
+/// the band and missed the target in a fifth of the intervals (2026-11-28, CephFS); after
+/// a miss it now cuts and holds for this long, and rests where a miss is rare.
+pub const GROW_AFTER: u64 = 10;
+
 /// Intervals after a cut before another: the cut's effect shows in the next interval's
 /// latencies only (rates reach the stages during it), so cutting again at once would
 /// answer the same overload twice.
@@ -61,6 +69,8 @@ pub struct AutoState {
     pub samples: u64,
     /// The cycle of the last cut.
     cut_at: Option<u64>,
+    /// The cycle of the last interval over the target.
+    missed_at: Option<u64>,
 }
 
 impl AutoState {
@@ -74,7 +84,8 @@ impl AutoState {
 
     /// Numbers the cycle of the last cut by `f` (the controller's interval changed).
     pub(super) fn renumber(&mut self, f: impl Fn(u64) -> u64) {
-        self.cut_at = self.cut_at.map(f);
+        self.cut_at = self.cut_at.map(&f);
+        self.missed_at = self.missed_at.map(f);
     }
 
     /// Moves the capacity after `cycle`, given the latencies sampled over the interval
@@ -107,14 +118,18 @@ impl AutoState {
     }
 
     /// AIMD on one latency figure against the target, with a band under the target in
-    /// which the capacity holds.
+    /// which the capacity holds, and no growth for [`GROW_AFTER`] intervals after a miss.
     fn steer(&mut self, spec: &AutoCapacity, cycle: u64, latency: f64, asked: f64) {
         if latency > spec.target_p99_s {
+            self.missed_at = Some(cycle);
             if self.cut_at.is_none_or(|at| cycle >= at + CUT_SPACING) {
                 self.capacity = (self.capacity * spec.backoff).max(spec.min);
                 self.cut_at = Some(cycle);
             }
-        } else if latency <= GROW_BELOW * spec.target_p99_s && asked >= BUSY * self.capacity {
+        } else if latency <= GROW_BELOW * spec.target_p99_s
+            && asked >= BUSY * self.capacity
+            && self.missed_at.is_none_or(|at| cycle >= at + GROW_AFTER)
+        {
             self.capacity = (self.capacity + spec.step).min(spec.max);
         }
     }
@@ -215,6 +230,31 @@ mod tests {
             a.update(&s, cycle, &fast, a.capacity);
         }
         assert_eq!(a.capacity, s.max);
+    }
+
+    #[test]
+    fn after_a_miss_the_capacity_grows_only_once_the_target_held_for_a_stretch() {
+        let s = AutoCapacity {
+            from_server: true,
+            ..spec()
+        };
+        let mut a = AutoState::new(&s);
+        a.update_from_server(&s, 1, Some(0.005), 1000.0);
+        assert_eq!(a.capacity, 500.0);
+        for cycle in 2..1 + GROW_AFTER {
+            a.update_from_server(&s, cycle, Some(0.001), 500.0);
+            assert_eq!(a.capacity, 500.0, "cycle {cycle}");
+        }
+        a.update_from_server(&s, 1 + GROW_AFTER, Some(0.001), 500.0);
+        assert_eq!(a.capacity, 600.0);
+        // A miss inside the cut's spacing cuts nothing, but still holds the growth.
+        a.update_from_server(&s, 20, Some(0.005), 600.0);
+        a.update_from_server(&s, 21, Some(0.005), 300.0);
+        assert_eq!(a.capacity, 300.0);
+        a.update_from_server(&s, 21 + GROW_AFTER - 1, Some(0.001), 300.0);
+        assert_eq!(a.capacity, 300.0);
+        a.update_from_server(&s, 21 + GROW_AFTER, Some(0.001), 300.0);
+        assert_eq!(a.capacity, 400.0);
     }
 
     #[test]
