@@ -19,8 +19,8 @@ use sluice_core::rule::Rate;
 
 use super::fs::{CephFs, LoopFs};
 use super::live::Live;
-use super::scenario::{Job, Scenario, Setup, Workload};
-use super::summary::{Outcome, PeriodSample, PhaseRecord, write_outputs};
+use super::scenario::{Job, LatencyTarget, Scenario, Setup, Workload};
+use super::summary::{self, Outcome, PeriodSample, PhaseRecord, write_outputs};
 use super::{ExperimentError, Result};
 use crate::harness::{LocalPlace, Process, Sluice, free_port, tail};
 
@@ -75,6 +75,21 @@ fn run_checked(sc: &Scenario, origin: &str, o: &RunOptions<'_>) -> Result<i32> {
             )));
         }
     }
+    // A set-up whose latency target is another's multiple needs that one to run first.
+    if let Some(LatencyTarget::Relative { reference, .. }) =
+        sc.cephfs.as_ref().and_then(|c| c.target.as_ref())
+        && !o.only.is_empty()
+        && !o.only.contains(reference)
+        && let Some(s) = sc
+            .setups
+            .iter()
+            .find(|s| o.only.contains(&s.name) && s.uses_target())
+    {
+        return Err(ExperimentError::Scenario(format!(
+            "--setup {}: its MDS latency target is relative to set-up {reference:?}: add --setup {reference:?}",
+            s.name
+        )));
+    }
     // Every process of a run is in a group of its own, out of reach of the terminal's
     // Ctrl-C: the runner stops them itself, and removes what they left.
     for sig in [libc::SIGINT, libc::SIGTERM] {
@@ -115,10 +130,6 @@ fn run_scenario(sc: &Scenario, o: &RunOptions<'_>) -> Result<i32> {
     let me = std::env::current_exe().doing(|| "find the sluice binary".into())?;
     // The file system lives through every set-up, each in a directory of its own on it.
     let fs = sc.filesystem.as_ref().map(LoopFs::make).transpose()?;
-    let ceph = match &sc.cephfs {
-        Some(spec) => Some(CephFs::make(&sc.clients(), &spec.small_cache)?),
-        None => None,
-    };
     let live = o.live.then(|| Live::new(sc));
     if let Some(l) = &live {
         l.scenario();
@@ -138,10 +149,32 @@ fn run_scenario(sc: &Scenario, o: &RunOptions<'_>) -> Result<i32> {
             continue;
         }
         println!("\n{}: {} ({})", sc.name, setup.name, setup.algorithm);
+        let target = sc
+            .cephfs
+            .as_ref()
+            .and_then(|c| summary::latency_target(c, &outcomes));
+        if setup.uses_target() {
+            let Some(t) = &target else {
+                return Err(ExperimentError::Scenario(format!(
+                    "{}: {}: its latency target is relative to a set-up with no settled MDS reading",
+                    sc.name, setup.name
+                )));
+            };
+            println!("  MDS latency target {:.0} µs ({})", t.us, t.how);
+        }
+        // A CephFS of the set-up's own: after another set-up the MDS's journal and
+        // caches and the OSD's store would be as it left them (No control leaves some
+        // 100k journal events untrimmed), and no set-up would start as a solo run does.
+        let ceph = sc
+            .cephfs
+            .as_ref()
+            .map(|spec| CephFs::make(&sc.clients(), &spec.small_cache))
+            .transpose()?;
         let data_root = fs.as_ref().map(|f| f.mount().to_owned());
         let outcome = run_setup(
             sc,
             setup,
+            target.map(|t| Duration::from_micros(t.us as u64)),
             &Watch {
                 live: live.as_ref(),
                 http: o.http,
@@ -159,10 +192,10 @@ fn run_scenario(sc: &Scenario, o: &RunOptions<'_>) -> Result<i32> {
             outcome.makespan(),
             outcome.seconds_over(sc.pool.capacity.per_sec as f64)
         );
+        drop(ceph);
         outcomes.push(outcome);
     }
     drop(fs);
-    drop(ceph);
     if let Some(l) = &live {
         l.closing(&outcomes);
     }
@@ -174,8 +207,8 @@ fn run_scenario(sc: &Scenario, o: &RunOptions<'_>) -> Result<i32> {
     Ok(0)
 }
 
-/// What every set-up of a run shares: the binary, the trace, the results' directory and
-/// the scenario's file system.
+/// Where a set-up runs: the binary, the trace and the results' directory (the run's),
+/// and the file system (the run's, or with `[cephfs]` the set-up's own).
 #[derive(Clone, Copy)]
 struct Base<'a> {
     me: &'a Path,
@@ -195,7 +228,14 @@ struct Watch<'a> {
 }
 
 /// One set-up, start to end.
-fn run_setup(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, b: &Base<'_>) -> Result<Outcome> {
+/// `target`: the MDS latency target in force, for `{target}` in the set-up's `auto`.
+fn run_setup(
+    sc: &Scenario,
+    setup: &Setup,
+    target: Option<Duration>,
+    watch: &Watch<'_>,
+    b: &Base<'_>,
+) -> Result<Outcome> {
     let Base {
         me,
         trace,
@@ -246,6 +286,7 @@ fn run_setup(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, b: &Base<'_>) -> R
             managed: &managed,
             clients: &clients,
             mds: mds.as_deref(),
+            target,
             direct: data_root.is_some(),
         },
     );
@@ -269,6 +310,8 @@ struct Paths<'a> {
     clients: &'a BTreeMap<String, PathBuf>,
     /// With `[cephfs]`: the MDS's admin socket, read each second.
     mds: Option<&'a Path>,
+    /// The MDS latency target in force (`{target}` in the set-up's `auto`).
+    target: Option<Duration>,
     /// Whether data calls use O_DIRECT (on a real device; tmpfs and the like refuse it
     /// or would bypass nothing).
     direct: bool,
@@ -918,7 +961,7 @@ fn start_controllers(
         None => Vec::new(),
     };
     let writing = |config: &Path| {
-        std::fs::write(config, sc.local_config(setup, p.mds))
+        std::fs::write(config, sc.local_config(setup, p.mds, p.target))
             .doing(|| format!("write {}", config.display()))
     };
     if sc.nodes <= 1 {

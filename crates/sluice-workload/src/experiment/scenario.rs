@@ -47,9 +47,10 @@ pub struct Scenario {
     /// to the results' working directory, and the pool's capacity stands in for a file
     /// system's.
     pub filesystem: Option<FsSpec>,
-    /// A single-node CephFS brought up for the run (experiments/cephfs/up.sh) and taken
-    /// down at its end: each job's files on the ceph-fuse mount of its `client`, and the
-    /// MDS's requests, reply latency and queue read from its admin socket each second.
+    /// A single-node CephFS brought up for each set-up (experiments/cephfs/up.sh) and
+    /// taken down at its end: each job's files on the ceph-fuse mount of its `client`,
+    /// and the MDS's requests, reply latency and queue read from its admin socket each
+    /// second.
     pub cephfs: Option<CephSpec>,
     /// What the summary measures beyond the defaults.
     #[serde(default)]
@@ -107,9 +108,10 @@ pub struct CephSpec {
     /// to the MDS (a victim's: on a warm cache its calls would never reach the server).
     #[serde(default)]
     pub small_cache: Vec<String>,
-    /// The MDS's mean reply latency to keep: the summary counts the seconds within it.
-    #[serde(default, deserialize_with = "some_duration")]
-    pub target: Option<Duration>,
+    /// The MDS's mean reply latency to keep: the summary counts the seconds within it,
+    /// and a set-up's `auto` has it as `{target}`.
+    #[serde(default, deserialize_with = "some_latency_target")]
+    pub target: Option<LatencyTarget>,
     /// Seconds after the last job's arrival before the MDS's figures count as settled
     /// (default 10).
     #[serde(default = "ten")]
@@ -119,6 +121,51 @@ pub struct CephSpec {
 fn ten() -> f64 {
     10.0
 }
+
+/// The MDS's latency to keep, as `[cephfs] target` gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LatencyTarget {
+    /// A fixed latency (`"150us"`).
+    Fixed(Duration),
+    /// `factor` times the MDS's median reply latency over the settled seconds of the
+    /// set-up `reference`, run before in the same run (`"1.5x Aggressors held"`): the
+    /// server's latency with the protected jobs alone, on the day, as an administrator
+    /// would measure it before setting a target. A fixed target tuned on one machine is
+    /// out of reach on a slower one, where the protected jobs alone come near it.
+    Relative {
+        /// The multiple of the reference's latency (1 or more).
+        factor: f64,
+        /// The set-up whose latency is the reference.
+        reference: String,
+    },
+}
+
+impl std::str::FromStr for LatencyTarget {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let Some((factor, reference)) = text.split_once("x ") else {
+            return sluice_control::source::parse_target(text).map(LatencyTarget::Fixed);
+        };
+        let bad = || {
+            format!(
+                "{text:?}: a latency (150us) or a multiple of a set-up's, FACTOR (1 or more) then x and the set-up's name (1.5x Aggressors held)"
+            )
+        };
+        let factor: f64 = factor.trim().parse().map_err(|_| bad())?;
+        let reference = reference.trim();
+        if !(factor.is_finite() && factor >= 1.0) || reference.is_empty() {
+            return Err(bad());
+        }
+        Ok(LatencyTarget::Relative {
+            factor,
+            reference: reference.to_owned(),
+        })
+    }
+}
+
+/// The stand-in for the scenario's latency target in a set-up's `auto`.
+pub const TARGET: &str = "{target}";
 
 /// Measures computed only when asked for.
 #[derive(Debug, Default, Deserialize)]
@@ -364,7 +411,7 @@ pub struct Setup {
     pub optional: bool,
     /// The pool's capacity found on its own in this set-up: the controller's `auto = {
     /// … }` settings (docs/control-plane.md), `{mds}` in a string standing for the
-    /// scenario's CephFS MDS admin socket.
+    /// scenario's CephFS MDS admin socket and `{target}` for its latency target.
     pub auto: Option<toml::value::Table>,
     /// The pool's operations weighed in this set-up (`{ unlink = 8 }`,
     /// docs/control-plane.md "What a call costs"): its capacity, limits and allocations
@@ -377,6 +424,16 @@ pub struct Setup {
     /// The pool divided down a tree in this set-up (`"account,user,job"`; its algorithm
     /// then `drf`), with the scenario's `[shares]`.
     pub tree: Option<String>,
+}
+
+impl Setup {
+    /// Whether its `auto` takes the scenario's latency target (`{target}`).
+    pub fn uses_target(&self) -> bool {
+        self.auto.as_ref().is_some_and(|a| {
+            a.values()
+                .any(|v| v.as_str().is_some_and(|s| s.contains(TARGET)))
+        })
+    }
 }
 
 fn one_second() -> Duration {
@@ -432,11 +489,11 @@ fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error
     parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
-fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+fn some_latency_target<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<LatencyTarget>, D::Error> {
     let text = String::deserialize(d)?;
-    sluice_control::source::parse_target(&text)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 impl Scenario {
@@ -616,6 +673,7 @@ impl Scenario {
         {
             bad!("cephfs.small_cache: client {bad:?}: letters, digits, _ or - (and not admin)");
         }
+        self.check_latency_target()?;
         if let Some([a, b]) = self.metrics.window
             && !(at_least_zero(a) && b > a && b.is_finite())
         {
@@ -638,6 +696,34 @@ impl Scenario {
                     j.name
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// `{target}` only where `[cephfs] target` gives it, and a relative target's
+    /// reference a set-up that runs before every set-up using it and does not use it.
+    fn check_latency_target(&self) -> Result<(), String> {
+        let target = self.cephfs.as_ref().and_then(|c| c.target.as_ref());
+        let first_user = self.setups.iter().position(Setup::uses_target);
+        match (target, first_user) {
+            (None, Some(i)) => bad!(
+                "setup {}: auto uses {TARGET}, but [cephfs] has no target",
+                self.setups[i].name
+            ),
+            (Some(LatencyTarget::Relative { reference, .. }), _) => {
+                let Some(r) = self.setups.iter().position(|s| &s.name == reference) else {
+                    bad!("cephfs.target: no set-up is named {reference:?}");
+                };
+                if let Some(i) = first_user
+                    && i <= r
+                {
+                    bad!(
+                        "setup {}: auto uses {TARGET}, relative to set-up {reference:?}, which must run before it (and not use it)",
+                        self.setups[i].name
+                    );
+                }
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -723,11 +809,23 @@ impl Scenario {
     }
 
     /// The local controller's configuration for a controlled set-up; `mds`, the
-    /// scenario's MDS admin socket, for `{mds}` in the set-up's `auto`.
-    pub fn local_config(&self, setup: &Setup, mds: Option<&Path>) -> String {
-        let at_mds = |s: &str| match mds {
-            Some(m) => s.replace("{mds}", &m.display().to_string()),
-            None => s.to_string(),
+    /// scenario's MDS admin socket, for `{mds}` in the set-up's `auto`, and `target`, the
+    /// latency target in force, for `{target}`.
+    pub fn local_config(
+        &self,
+        setup: &Setup,
+        mds: Option<&Path>,
+        target: Option<Duration>,
+    ) -> String {
+        let at_mds = |s: &str| {
+            let s = match mds {
+                Some(m) => s.replace("{mds}", &m.display().to_string()),
+                None => s.to_string(),
+            };
+            match target {
+                Some(t) => s.replace(TARGET, &sluice_control::source::format_target(t)),
+                None => s,
+            }
         };
         let capacity = match &setup.auto {
             None => format!("\"{}\"", self.pool.capacity),
@@ -832,7 +930,7 @@ mod tests {
         );
         let sc = Scenario::parse(&text, "demo").expect("a scenario with costs");
         let setup = sc.setups.last().expect("the weighed set-up");
-        let config = sc.local_config(setup, Some(Path::new("/run/mds.asok")));
+        let config = sc.local_config(setup, Some(Path::new("/run/mds.asok")), None);
         assert!(
             config.contains("costs = { mknod = 4, unlink = 7 }\n"),
             "{config}"
@@ -841,5 +939,94 @@ mod tests {
             config.contains("costs_from = \"ceph-mds:/run/mds.asok\"\n"),
             "{config}"
         );
+    }
+
+    #[test]
+    fn every_scenario_in_experiments_is_read_without_a_complaint() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut dirs = vec![root];
+        let mut read = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("experiments/") {
+                let path = entry.expect("an entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "toml") {
+                    if let Err(e) = Scenario::load(&path) {
+                        panic!("{}: {e}", path.display());
+                    }
+                    read += 1;
+                }
+            }
+        }
+        assert!(read >= 13, "only {read} scenarios under experiments/");
+    }
+
+    /// The demo with `[cephfs] target = TARGET` and two set-ups: a reference and one
+    /// whose `auto` takes the target, the reference first or second.
+    fn with_target(target: &str, reference_first: bool) -> Result<Scenario, ExperimentError> {
+        let reference = "[[setup]]\nname = \"Held\"\nalgorithm = \"none\"\n";
+        let auto = "[[setup]]\nname = \"Auto\"\nalgorithm = \"psfa\"\nauto = { source = \"ceph-mds:{mds}\", target = \"{target}\", start = \"5k/s\" }\n";
+        let (a, b) = match reference_first {
+            true => (reference, auto),
+            false => (auto, reference),
+        };
+        let text = format!(
+            "{}\n{a}{b}[cephfs]\ntarget = \"{target}\"\n",
+            crate::demo::SCENARIO
+        );
+        Scenario::parse(&text, "s.toml")
+    }
+
+    #[test]
+    fn a_latency_target_is_fixed_or_a_multiple_of_an_earlier_setups() {
+        let sc = with_target("1.5x Held", true).expect("a relative target");
+        let target = sc.cephfs.as_ref().and_then(|c| c.target.clone());
+        assert_eq!(
+            target,
+            Some(LatencyTarget::Relative {
+                factor: 1.5,
+                reference: "Held".into()
+            })
+        );
+        let auto = sc.setups.last().expect("the automatic set-up");
+        assert!(auto.uses_target());
+        let config = sc.local_config(
+            auto,
+            Some(Path::new("/run/mds.asok")),
+            Some(Duration::from_micros(206)),
+        );
+        assert!(config.contains("target = \"206us\""), "{config}");
+        assert!(
+            config.contains("source = \"ceph-mds:/run/mds.asok\""),
+            "{config}"
+        );
+        let sc = with_target("150us", false).expect("a fixed target");
+        let target = sc.cephfs.as_ref().and_then(|c| c.target.clone());
+        assert_eq!(
+            target,
+            Some(LatencyTarget::Fixed(Duration::from_micros(150)))
+        );
+    }
+
+    #[test]
+    fn a_relative_target_needs_its_reference_first_and_a_sensible_factor() {
+        let e = with_target("1.5x Held", false).expect_err("the reference after");
+        assert!(e.to_string().contains("must run before it"), "{e}");
+        let e = with_target("1.5x Nobody", true).expect_err("no such set-up");
+        assert!(
+            e.to_string().contains("no set-up is named \"Nobody\""),
+            "{e}"
+        );
+        for bad in ["0.5x Held", "x Held", "1.5x ", "fastx Held"] {
+            let e = with_target(bad, true).expect_err(bad);
+            assert!(e.to_string().contains("FACTOR (1 or more)"), "{bad}: {e}");
+        }
+        let no_target = format!(
+            "{}\n[[setup]]\nname = \"Auto\"\nalgorithm = \"psfa\"\nauto = {{ source = \"ceph-mds:{{mds}}\", target = \"{{target}}\" }}\n",
+            crate::demo::SCENARIO
+        );
+        let e = Scenario::parse(&no_target, "s.toml").expect_err("{target} without a target");
+        assert!(e.to_string().contains("[cephfs] has no target"), "{e}");
     }
 }

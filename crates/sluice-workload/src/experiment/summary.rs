@@ -9,7 +9,7 @@ use crate::plot::{Panel, Series, png};
 use serde::{Deserialize, Serialize};
 
 use super::iosets::{self, IoSetsMeasures};
-use super::scenario::{Scenario, Workload};
+use super::scenario::{CephSpec, LatencyTarget, Scenario, Workload};
 use super::{ExperimentError, Result};
 use crate::error::Doing as _;
 
@@ -584,13 +584,9 @@ fn placements(outcomes: &[Outcome]) -> String {
 /// The MDS's figures of each set-up: SETUP-mds.csv, SETUP-mds.png (reply latency against
 /// the target, and the queue), and a table for summary.md over the settled seconds (from
 /// `settle` after the last arrival to the first job's end).
-fn mds_outputs(
-    sc: &Scenario,
-    ceph: &super::scenario::CephSpec,
-    outcomes: &[Outcome],
-    out: &Path,
-) -> Result<String> {
-    let target_us = ceph.target.map(|t| t.as_secs_f64() * 1e6);
+fn mds_outputs(sc: &Scenario, ceph: &CephSpec, outcomes: &[Outcome], out: &Path) -> Result<String> {
+    let target = latency_target(ceph, outcomes);
+    let target_us = target.as_ref().map(|t| t.us);
     let mut md = String::from(
         "\n## The MDS (its admin socket, each second)\n\n\
          Settled: from `settle` seconds after the last arrival to the first job's end. \
@@ -601,6 +597,12 @@ fn mds_outputs(
          | set-up | jobs' calls/s (settled) | MDS requests/s | reply latency µs (median of seconds) | p90 of seconds | queue (mean) | seconds within target | allocated (settled from) |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
+    if let Some(t) = &target {
+        md.insert_str(
+            md.find("| set-up").unwrap_or(md.len()),
+            &format!("Latency target: {:.0} µs ({}).\n\n", t.us, t.how),
+        );
+    }
     for o in outcomes {
         // The pool's allocation (all jobs') per second: an automatic pool's capacity as
         // its algorithm hands it out.
@@ -671,26 +673,10 @@ fn mds_outputs(
             "µs, requests",
             &[panel],
         )?;
-        let from = o.starts.iter().copied().fold(0.0, f64::max) + ceph.settle;
-        let to = o
-            .ends
-            .iter()
-            .map(|e| e.unwrap_or(f64::INFINITY))
-            .fold(f64::INFINITY, f64::min);
-        let settled: Vec<&sluice_control::source::ServerReading> = o
-            .mds
-            .iter()
-            .filter(|(s, _)| (**s as f64) >= from && (**s as f64) <= to)
-            .map(|(_, r)| r)
-            .collect();
-        let mut lat: Vec<f64> = settled
-            .iter()
-            .filter_map(|r| r.latency_s)
-            .map(|l| l * 1e6)
-            .collect();
-        lat.sort_by(f64::total_cmp);
-        let at =
-            |q: f64| (!lat.is_empty()).then(|| lat[((lat.len() - 1) as f64 * q).round() as usize]);
+        let (from, to) = settled_span(o, ceph.settle);
+        let settled = settled_readings(o, ceph.settle);
+        let lat = latencies_us(&settled);
+        let at = |q: f64| quantile_of(&lat, q);
         let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
         let within = target_us.and_then(|t| {
             (!lat.is_empty())
@@ -728,6 +714,75 @@ fn mds_outputs(
         );
     }
     Ok(md)
+}
+
+/// A set-up's settled seconds: from `settle` after the last arrival to the first job's
+/// end.
+fn settled_span(o: &Outcome, settle: f64) -> (f64, f64) {
+    let from = o.starts.iter().copied().fold(0.0, f64::max) + settle;
+    let to = o
+        .ends
+        .iter()
+        .map(|e| e.unwrap_or(f64::INFINITY))
+        .fold(f64::INFINITY, f64::min);
+    (from, to)
+}
+
+/// The MDS's readings over a set-up's settled seconds.
+fn settled_readings(o: &Outcome, settle: f64) -> Vec<&sluice_control::source::ServerReading> {
+    let (from, to) = settled_span(o, settle);
+    o.mds
+        .iter()
+        .filter(|(s, _)| (**s as f64) >= from && (**s as f64) <= to)
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// The reply latencies of `readings` that have one, µs, sorted.
+fn latencies_us(readings: &[&sluice_control::source::ServerReading]) -> Vec<f64> {
+    let mut lat: Vec<f64> = readings
+        .iter()
+        .filter_map(|r| r.latency_s)
+        .map(|l| l * 1e6)
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat
+}
+
+/// The `q` quantile of the sorted `values` (the nearest rank); `None` when empty.
+fn quantile_of(values: &[f64], q: f64) -> Option<f64> {
+    (!values.is_empty()).then(|| values[((values.len() - 1) as f64 * q).round() as usize])
+}
+
+/// The MDS's latency target of a run, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedTarget {
+    /// The target, whole µs.
+    pub us: f64,
+    /// Where it comes from, for the summary and the runner's output.
+    pub how: String,
+}
+
+/// The scenario's MDS latency target given the set-ups run so far: `None` without one,
+/// or while a relative target's reference has not run (or had no settled reading).
+pub fn latency_target(ceph: &CephSpec, outcomes: &[Outcome]) -> Option<ResolvedTarget> {
+    match ceph.target.as_ref()? {
+        LatencyTarget::Fixed(t) => Some(ResolvedTarget {
+            us: (t.as_secs_f64() * 1e6).round(),
+            how: "fixed".into(),
+        }),
+        LatencyTarget::Relative { factor, reference } => {
+            let o = outcomes.iter().find(|o| &o.setup == reference)?;
+            let lat = latencies_us(&settled_readings(o, ceph.settle));
+            let median = quantile_of(&lat, 0.5)?;
+            Some(ResolvedTarget {
+                us: (factor * median).round().max(1.0),
+                how: format!(
+                    "{factor} × {median:.0} µs, the median of the MDS's settled seconds in {reference}"
+                ),
+            })
+        }
+    }
 }
 
 /// The level a per-second series ends at (its median over the last 10 s) and the second
@@ -1157,6 +1212,43 @@ mod tests {
             capacity: BTreeMap::new(),
             periods: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_relative_latency_target_is_its_factor_times_the_references_settled_median() {
+        // The reference's MDS answered in 900 µs in its first (unsettled) seconds, then in
+        // 100, 120 and 140 µs; the job ended at 20 s.
+        let mut held = outcome(&[], vec![Some(20.0)]);
+        held.setup = "Held".into();
+        for (s, us) in [
+            (2, 900.0),
+            (11, 100.0),
+            (12, 140.0),
+            (13, 120.0),
+            (25, 900.0),
+        ] {
+            held.mds.insert(
+                s,
+                sluice_control::source::ServerReading {
+                    seconds: 1.0,
+                    requests_per_s: 1000.0,
+                    latency_s: Some(us * 1e-6),
+                    queue: None,
+                },
+            );
+        }
+        let ceph = |target: &str| CephSpec {
+            small_cache: Vec::new(),
+            target: Some(target.parse().expect("a target")),
+            settle: 10.0,
+        };
+        let t = latency_target(&ceph("1.5x Held"), std::slice::from_ref(&held))
+            .expect("the reference ran");
+        assert_eq!(t.us, 180.0);
+        assert!(t.how.contains("1.5 × 120 µs"), "{}", t.how);
+        assert_eq!(latency_target(&ceph("1.5x Held"), &[]), None);
+        let fixed = latency_target(&ceph("150us"), &[]).expect("a fixed target");
+        assert_eq!(fixed.us, 150.0);
     }
 
     #[test]
