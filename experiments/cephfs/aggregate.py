@@ -37,7 +37,8 @@ for n in runs:
     else:
         solo, sv = None, None
     ref = run.get('Aggressors held', {}).get('jobs', {}).get('victim')
-    print(f'run {n}: solo victim {sv or 0:.0f}/s; ' + ', '.join(f'{k} {v["jobs"]["victim"]:.0f} ({100*v["jobs"]["victim"]/sv if sv else 0:.0f}% of solo, {100*v["jobs"]["victim"]/ref:.0f}% of held)' for k, v in run.items()))
+    target = re.search(r'^Latency target: (.*?)\.?$', open(f'{root}/run{n}/summary.md').read(), re.M)
+    print(f'run {n}: MDS target {target.group(1) if target else "–"}; solo victim {sv or 0:.0f}/s; ' + ', '.join(f'{k} {v["jobs"]["victim"]:.0f} ({100*v["jobs"]["victim"]/sv if sv else 0:.0f}% of solo, {100*v["jobs"]["victim"]/ref:.0f}% of held)' for k, v in run.items()))
     if solo: per.setdefault('Victim alone', []).append(dict(solo, pct=100.0, pct_ref=None, aggr=0))
     for k, v in run.items():
         if k not in order: order.append(k)
@@ -47,6 +48,8 @@ for n in runs:
 def settled(alloc):
     m = re.search(r'\((\d+) s\)', alloc)
     return float(m.group(1)) if m else None
+def pct(text):
+    return text if text == '–' else text + '%'
 def ms(xs):
     xs = [x for x in xs if x is not None]
     if not xs: return '–'
@@ -56,4 +59,4 @@ print('| set-up | victim calls/s | % of solo | % of aggressors held | each aggre
 print('|---|---|---|---|---|---|---|---|---|---|')
 for k in ['Victim alone'] + order:
     r = per[k]
-    print(f'| {k} | {ms([x["jobs"]["victim"] for x in r])} | {ms([x["pct"] for x in r])}% | {ms([x["pct_ref"] for x in r]) if k!="Victim alone" else "–"}{"%" if k!="Victim alone" else ""} | {ms([x["aggr"] for x in r]) if k!="Victim alone" else "–"} | {ms([x["req"] for x in r])} | {ms([x["lat"] for x in r])} | {ms([x["within"] for x in r])}% | {ms([settled(x["alloc"]) for x in r])} | {"; ".join(x["alloc"] for x in r)} |')
+    print(f'| {k} | {ms([x["jobs"]["victim"] for x in r])} | {ms([x["pct"] for x in r])}% | {ms([x["pct_ref"] for x in r]) if k!="Victim alone" else "–"}{"%" if k!="Victim alone" else ""} | {ms([x["aggr"] for x in r]) if k!="Victim alone" else "–"} | {ms([x["req"] for x in r])} | {ms([x["lat"] for x in r])} | {pct(ms([x["within"] for x in r]))} | {ms([settled(x["alloc"]) for x in r])} | {"; ".join(x["alloc"] for x in r)} |')
