@@ -817,7 +817,7 @@ impl Scenario {
         mds: Option<&Path>,
         target: Option<Duration>,
     ) -> String {
-        let at_mds = |s: &str| {
+        let placed = |s: &str| {
             let s = match mds {
                 Some(m) => s.replace("{mds}", &m.display().to_string()),
                 None => s.to_string(),
@@ -833,7 +833,7 @@ impl Scenario {
                 let mut auto = auto.clone();
                 for (_, v) in auto.iter_mut() {
                     if let toml::Value::String(s) = v {
-                        *s = at_mds(s);
+                        *s = placed(s);
                     }
                 }
                 format!("\"auto\"\nauto = {}", toml::Value::Table(auto))
@@ -856,7 +856,7 @@ impl Scenario {
             c += &format!("costs = {}\n", inline_table(&setup.costs));
         }
         if let Some(from) = &setup.costs_from {
-            c += &format!("costs_from = {}\n", toml::Value::String(at_mds(from)));
+            c += &format!("costs_from = {}\n", toml::Value::String(placed(from)));
         }
         if !setup.params.is_empty() {
             c += &format!("params = {}\n", inline_table(&setup.params));

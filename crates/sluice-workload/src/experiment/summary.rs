@@ -593,16 +593,13 @@ fn mds_outputs(sc: &Scenario, ceph: &CephSpec, outcomes: &[Outcome], out: &Path)
          Latency: the mean reply latency of each second's requests (the MDS keeps no \
          histogram).\n\n\
          Allocated: the pool's allocation to all jobs at the end, and the second from which \
-         it stays within ±15% of that (its median over the last 10 s).\n\n\
-         | set-up | jobs' calls/s (settled) | MDS requests/s | reply latency µs (median of seconds) | p90 of seconds | queue (mean) | seconds within target | allocated (settled from) |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         it stays within ±15% of that (its median over the last 10 s).\n\n",
     );
     if let Some(t) = &target {
-        md.insert_str(
-            md.find("| set-up").unwrap_or(md.len()),
-            &format!("Latency target: {:.0} µs ({}).\n\n", t.us, t.how),
-        );
+        let _ = write!(md, "Latency target: {:.0} µs ({}).\n\n", t.us, t.how);
     }
+    md += "| set-up | jobs' calls/s (settled) | MDS requests/s | reply latency µs (median of seconds) | p90 of seconds | queue (mean) | seconds within target | allocated (settled from) |\n\
+           |---|---|---|---|---|---|---|---|\n";
     for o in outcomes {
         // The pool's allocation (all jobs') per second: an automatic pool's capacity as
         // its algorithm hands it out.
