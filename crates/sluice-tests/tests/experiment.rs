@@ -305,6 +305,56 @@ fn metrics_stop_ends_data_jobs_after_the_window_and_their_measures_cover_it() {
     );
 }
 
+/// A run interrupted (Ctrl-C) while a program runs standalone under the stage stops it
+/// and exits 130, leaving no segment behind in /dev/shm: `sluice run` is given SIGTERM
+/// and time to remove its own, as a killed one could not.
+#[test]
+fn an_interrupted_run_leaves_no_standalone_segment() {
+    let dir = shm_dir();
+    let job = format!("interrupted{}", std::process::id());
+    let scenario = dir.path().join("interrupted.toml");
+    let text = format!(
+        "name = \"interrupted\"\ntimeout = 60\n[pool]\nname = \"md\"\n\
+         match = \"class=metadata\"\ncapacity = \"1k/s\"\n[[job]]\nname = \"{job}\"\n\
+         [job.workload]\nkind = \"command\"\nargv = [\"sleep\", \"50\"]\n\
+         [[setup]]\nname = \"Baseline\"\nalgorithm = \"none\"\n"
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let mut runner = Command::new(sluice_bin())
+        .env("SLUICE_STAGE", common::stage_lib())
+        .args(["experiment", "run"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("sluice.{job}.");
+    let segments = || -> Vec<String> {
+        std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    };
+    let start = std::time::Instant::now();
+    while segments().is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the job's standalone segment never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(runner.id() as i32, libc::SIGINT) }, 0);
+    let status = runner.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(runner.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(segments(), Vec::<String>::new(), "left in /dev/shm");
+}
+
 /// Writes `text` to `scenario` and runs it: it must be refused as bad input (exit 2,
 /// nothing run); returns its standard error.
 fn refused(scenario: &std::path::Path, text: &str) -> String {

@@ -108,11 +108,67 @@ impl Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Asks its whole group to stop (SIGTERM), without waiting for it.
+    fn terminate_group(&self) {
+        if !self.killed
+            && let Ok(pid) = i32::try_from(self.child.id())
+        {
+            // SAFETY: kill(2) with the id of a group we made; no memory is involved.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+        }
+    }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// How long [`Processes`] lets its processes end on SIGTERM before it kills them.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Processes stopped together when dropped: every group is sent SIGTERM at once, and
+/// what still runs after [`STOP_GRACE`] is killed ([`Process::kill`]). A launcher that
+/// cleans up on SIGTERM gets to: `sluice run --standalone` removes its segment from
+/// /dev/shm once its program has ended, which SIGKILL alone would leave behind.
+#[derive(Debug, Default)]
+pub struct Processes(Vec<Process>);
+
+impl Processes {
+    /// Stops them all (see [`Processes`]); none is left afterwards.
+    pub fn stop(&mut self) {
+        for p in &self.0 {
+            p.terminate_group();
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        for p in &mut self.0 {
+            while p.running() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            p.kill();
+        }
+        self.0.clear();
+    }
+}
+
+impl std::ops::Deref for Processes {
+    type Target = Vec<Process>;
+    fn deref(&self) -> &Vec<Process> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Processes {
+    fn deref_mut(&mut self) -> &mut Vec<Process> {
+        &mut self.0
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -22,7 +22,7 @@ use super::live::Live;
 use super::scenario::{Job, LatencyTarget, Scenario, Setup, Workload};
 use super::summary::{self, Outcome, PeriodSample, PhaseRecord, write_outputs};
 use super::{ExperimentError, Result};
-use crate::harness::{LocalPlace, Process, Sluice, free_port, tail};
+use crate::harness::{LocalPlace, Process, Processes, Sluice, free_port, tail};
 
 /// How a scenario is run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -499,8 +499,9 @@ struct SetupRun<'a> {
     sockets: Vec<PathBuf>,
     start: Instant,
     start_unix: f64,
-    /// The jobs' processes, one [`Unit`] each, in the same order.
-    procs: Vec<Process>,
+    /// The jobs' processes, one [`Unit`] each, in the same order; stopped with a grace
+    /// (SIGTERM first) however the set-up ends, so that their launchers clean up.
+    procs: Processes,
     units: Vec<Unit>,
     /// Per job and part: started yet?
     started: Vec<Vec<bool>>,
@@ -560,7 +561,7 @@ fn run_in(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, p: &Paths<'_>) -> Res
         sockets,
         start: Instant::now(),
         start_unix: unix_now(),
-        procs: Vec::new(),
+        procs: Processes::default(),
         units: Vec::new(),
         started: sc
             .jobs
@@ -596,7 +597,7 @@ fn run_in(sc: &Scenario, setup: &Setup, watch: &Watch<'_>, p: &Paths<'_>) -> Res
         std::thread::sleep(Duration::from_millis(20));
     };
     // The jobs first, then the controllers they were attached to.
-    run.procs.clear();
+    run.procs.stop();
     drop(controllers);
     run.report(timed_out);
     let (live, shown) = (run.live, run.shown);
