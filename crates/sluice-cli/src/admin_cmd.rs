@@ -63,7 +63,7 @@ pub enum PoolCmd {
         capacity: String,
         /// The algorithm dividing it: static, uniform, uniform-share, priority,
         /// priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded,
-        /// adaptbf-need, set10, set10-silence, reservations, drf (`sluice alloc
+        /// adaptbf-need, set10, set10-silence, set10-ftio, reservations, drf (`sluice alloc
         /// --help`). With --tree: drf, or leave it out.
         #[arg(long, value_name = "ALGO", required_unless_present = "tree")]
         algorithm: Option<String>,

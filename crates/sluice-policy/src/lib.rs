@@ -13,7 +13,8 @@
 //! - [`Allocator`]: the trait every algorithm implements — a round in, one rate per job
 //!   out. The algorithms are in [`algo`], one file each: `static`; PADLL's `uniform`,
 //!   `priority` (fixed rates), `psharing` and `psfa` (Algorithm 1); AdapTBF as
-//!   published, `adaptbf`; `set10` (IO-SETS); `reservations` (SDQoS) and `drf`, which
+//!   published, `adaptbf`; `set10` (IO-SETS), and `set10-ftio` fed as the IO-SETS
+//!   paper's experiment was (FTIO's own rule); `reservations` (SDQoS) and `drf`, which
 //!   divides a metadata rate and a bandwidth together with [`OpsBytes`] (and one
 //!   resource by weighted max-min). Beside the published ones, sluice's variants under
 //!   names of their own: `uniform-share`, `priority-share`, `psfa-held`,

@@ -29,6 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::fft::{autocorrelation, fft};
 
+mod ftio;
+pub use ftio::detect_ftio;
+
 /// Candidates must have a z-score within this fraction of the largest one (FTIO's
 /// default tolerance).
 pub const TOLERANCE: f64 = 0.8;
@@ -149,13 +152,10 @@ impl Detection {
 /// signal, no outlier in the spectrum, more than two unrelated candidates, a period
 /// seen fewer than [`MIN_CYCLES`] times, or input that is not finite.
 pub fn detect_period(samples: &[f64], sample_interval_s: f64) -> Option<Detection> {
-    let n = samples.len();
-    if n < 8
-        || !(sample_interval_s.is_finite() && sample_interval_s > 0.0)
-        || samples.iter().any(|s| !s.is_finite())
-    {
+    if !searchable(samples, sample_interval_s) {
         return None;
     }
+    let n = samples.len();
     let mean = samples.iter().sum::<f64>() / n as f64;
     let centred: Vec<f64> = samples.iter().map(|s| s - mean).collect();
     let complex: Vec<(f64, f64)> = centred.iter().map(|&c| (c, 0.0)).collect();
@@ -220,6 +220,15 @@ pub fn detect_period(samples: &[f64], sample_interval_s: f64) -> Option<Detectio
         cycles,
         resolution: 0.5 / cycles.min(period),
     })
+}
+
+/// Whether `samples` can be searched for a period at all: at least 8, all finite,
+/// taken at a positive, finite interval.
+fn searchable(samples: &[f64], sample_interval_s: f64) -> bool {
+    samples.len() >= 8
+        && sample_interval_s.is_finite()
+        && sample_interval_s > 0.0
+        && samples.iter().all(|s| s.is_finite())
 }
 
 /// The normalised autocorrelation at a fractional lag, between its two whole lags.
@@ -293,28 +302,19 @@ fn on_autocorrelation(acf: &[f64], period: f64) -> f64 {
     if weight > 0.0 { sum / weight } else { l as f64 }
 }
 
-/// |aₖ − mean| / std of the amplitudes normalised to sum 1 (FTIO's z-score); `None`
-/// for a flat spectrum. When no bin is an outlier so (z > 3), the robust z-score
+/// FTIO's z-score ([`ftio_z_scores`]); `None` for a flat spectrum. When no bin is an
+/// outlier so (z > 3), the robust z-score
 /// (aₖ − median) / (1.4826 · MAD) instead: the comb of a narrow burst seen a few times
 /// is many outliers at once (a burst of 1.5 samples every 24 puts eleven harmonics of
 /// equal height among 47 bins), and they inflate the standard deviation enough to hide
 /// themselves, but not the median.
 fn z_scores(bins: &[f64]) -> Option<Vec<f64>> {
-    let total: f64 = bins.iter().sum();
-    if total <= 0.0 {
-        return None;
-    }
-    let m = bins.len() as f64;
-    let normalised: Vec<f64> = bins.iter().map(|a| a / total).collect();
-    let mean = normalised.iter().sum::<f64>() / m;
-    let std = (normalised.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / m).sqrt();
-    if std <= 0.0 {
-        return None;
-    }
-    let z: Vec<f64> = normalised.iter().map(|a| (a - mean).abs() / std).collect();
+    let z = ftio_z_scores(bins)?;
     if z.iter().any(|&v| v > 3.0) {
         return Some(z);
     }
+    let total: f64 = bins.iter().sum();
+    let normalised: Vec<f64> = bins.iter().map(|a| a / total).collect();
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
@@ -330,6 +330,20 @@ fn z_scores(bins: &[f64]) -> Option<Vec<f64>> {
             .map(|a| (a - centre).max(0.0) / scale)
             .collect(),
     )
+}
+
+/// FTIO's z-score: |aₖ − mean| / std of the amplitudes normalised to sum 1; `None`
+/// for a flat spectrum.
+fn ftio_z_scores(bins: &[f64]) -> Option<Vec<f64>> {
+    let total: f64 = bins.iter().sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let m = bins.len() as f64;
+    let normalised: Vec<f64> = bins.iter().map(|a| a / total).collect();
+    let mean = normalised.iter().sum::<f64>() / m;
+    let std = (normalised.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / m).sqrt();
+    (std > 0.0).then(|| normalised.iter().map(|a| (a - mean).abs() / std).collect())
 }
 
 /// The candidate bins that are peaks of their own: in increasing frequency, a bin next
@@ -495,6 +509,14 @@ impl History {
             .into_iter()
             .flatten()
             .max_by(|a, b| a.confidence.total_cmp(&b.confidence))
+    }
+
+    /// FTIO's rule ([`detect_ftio`]) on the fine level: the activity since the job was
+    /// first seen, up to the last [`WINDOW`] samples, as FTIO's window runs from the
+    /// application's start (`set10-ftio`).
+    pub fn detect_ftio(&self, interval_s: f64) -> Option<Detection> {
+        let fine: Vec<f64> = self.fine.iter().map(|&v| f64::from(v)).collect();
+        detect_ftio(&fine, interval_s)
     }
 }
 

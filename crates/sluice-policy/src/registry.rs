@@ -325,7 +325,7 @@ impl Spec {
 
 /// Every algorithm, in the order the docs present them: each published one, then
 /// sluice's variants of it.
-pub static ALGORITHMS: [Spec; 15] = [
+pub static ALGORITHMS: [Spec; 16] = [
     Spec::new("static", "each job gets its limit", |_| boxed(StaticLimits))
         .reads(&[JobField::Limit])
         .fixed_rate(),
@@ -415,6 +415,12 @@ pub static ALGORITHMS: [Spec; 15] = [
     )
     .on_arrivals(),
     Spec::new(
+        "set10-ftio",
+        "SET-10 fed as the IO-SETS paper's experiment was: FTIO's own rule, no test against noise",
+        |_| boxed(Set10::new().with_ftio()),
+    )
+    .on_arrivals(),
+    Spec::new(
         "reservations",
         "SDQoS-style guaranteed reservations, unused capacity handed on",
         |p| {
@@ -496,7 +502,7 @@ mod tests {
             Some(
                 "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, \
                  priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, \
-                 adaptbf-need, set10, set10-silence, reservations, drf)"
+                 adaptbf-need, set10, set10-silence, set10-ftio, reservations, drf)"
             )
         );
         let mut params = Params::new();

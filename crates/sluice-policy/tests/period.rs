@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, RngSeed, TestRng};
-use sluice_policy::period::{CONFIDENT, Detection, History, NOISE_P, detect_period};
+use sluice_policy::period::{
+    CONFIDENT, Detection, History, MIN_CYCLES, NOISE_P, detect_ftio, detect_period,
+};
 
 /// `cases` cases from a fixed seed, so that CI runs the same cases every time and a
 /// false detection cannot come and go; PROPTEST_RNG_SEED=N explores others.
@@ -325,4 +327,65 @@ proptest! {
             prop_assert!(found.confidence < CONFIDENT, "{:?}", found);
         }
     }
+}
+
+/// FTIO's own rule (`set10-ftio`), for what it finds that the checked detection does
+/// not: one burst after a silence has its strongest bin at one cycle per window, so FTIO
+/// names the window's length, with confidence, before anything has repeated.
+#[test]
+fn ftio_names_the_window_for_one_long_burst_after_a_silence() {
+    // IO-SETS' scaled low-frequency job: 36 s of compute, then a first phase stretched
+    // by sharing, seen 30 s into it.
+    let samples = iosets_app(36.0, 40.0, 0.0, 0.0, [0.0, 66.0], 3);
+    let found = detect_ftio(&samples, 0.1).expect("FTIO names a period");
+    assert!((found.period_s - 66.0).abs() < 0.1, "{found:?}");
+    assert!(found.confidence >= CONFIDENT, "{found:?}");
+    assert!(found.cycles < MIN_CYCLES, "{found:?}");
+    // Nothing has repeated: the checked detection reports nothing.
+    assert_eq!(detect_period(&samples, 0.1), None);
+}
+
+#[test]
+fn ftio_puts_iosets_high_frequency_job_in_its_set_at_100_ms() {
+    // The scaled high-frequency job (1.8 s of compute, 0.12 s of I/O: a burst of about
+    // one sample) over 51.2 s. Its harmonics are as strong as its fundamental, and FTIO
+    // drops a harmonic only of a lower candidate: it names 1.92 s or one of its first
+    // harmonics, within a bin, all in SET-10's set 0, when it names one at all: a comb
+    // of equal harmonics often has too many outliers for it to call the signal
+    // periodic (the paper's FTIO sampled its traces finer than a 100-ms interval).
+    let mut named = 0;
+    for seed in 0..8 {
+        let samples = iosets_app(1.8, 0.12, 0.05, 0.0, [0.0, 51.2], seed);
+        let Some(found) = detect_ftio(&samples, 0.1) else {
+            continue;
+        };
+        named += 1;
+        eprintln!("{seed}: {found:?}");
+        let harmonic = (1.92 / found.period_s).round();
+        let bin = found.period_s * found.period_s / 51.2;
+        assert!(
+            (1.0..=3.0).contains(&harmonic) && (found.period_s - 1.92 / harmonic).abs() <= bin,
+            "{seed}: {found:?}"
+        );
+        assert_eq!(found.period_s.log10().round(), 0.0, "{seed}: {found:?}");
+    }
+    assert!(named > 0, "FTIO named no period in any window");
+}
+
+#[test]
+fn ftio_alone_is_confident_on_some_white_noise_where_the_check_never_is() {
+    // Why `set10` does not act on FTIO's rule: over 300 windows of uniform noise of 512
+    // samples, some reach FTIO's confidence 0.8; the checked detection none (see
+    // white_noise_is_never_confident_at_any_length for many more).
+    let (mut ftio, mut checked) = (0, 0);
+    for seed in 0..300u16 {
+        let mut key = [7; 16];
+        key[..2].copy_from_slice(&seed.to_le_bytes());
+        let samples = noise(512, 0, key);
+        let confident = |d: Option<Detection>| d.is_some_and(|d| d.confidence >= CONFIDENT);
+        ftio += usize::from(confident(detect_ftio(&samples, 1.0)));
+        checked += usize::from(confident(detect_period(&samples, 1.0)));
+    }
+    assert!(ftio > 0, "FTIO's rule was never confident on noise");
+    assert_eq!(checked, 0);
 }

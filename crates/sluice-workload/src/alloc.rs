@@ -713,7 +713,7 @@ mod tests {
             ),
             (
                 r#"{"algorithm":"fifo","capacity":1,"intervals":[]}"#.to_owned(),
-                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, adaptbf-need, set10, set10-silence, reservations, drf)",
+                "algorithm: unknown algorithm \"fifo\" (one of: static, uniform, uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, adaptbf-bounded, adaptbf-need, set10, set10-silence, set10-ftio, reservations, drf)",
             ),
             (
                 r#"{"algorithm":"psfa","capacity":1,"params":{"epsilon":true},"intervals":[]}"#

@@ -104,7 +104,7 @@ fn pool_set_refuses_without_changing_anything() {
         invalid(|c| c.pool_set("x", "", "1k/s", "fifo", none, None, None)),
         "pool \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, uniform, \
          uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
-         adaptbf-bounded, adaptbf-need, set10, set10-silence, reservations, drf)"
+         adaptbf-bounded, adaptbf-need, set10, set10-silence, set10-ftio, reservations, drf)"
     );
     assert_eq!(
         invalid(|c| c.pool_set("x", "", "1k/s", "psfa", &["epsilon"], None, None)),

@@ -84,7 +84,7 @@ fn pool_errors_say_which_pool_which_field_and_why() {
         pool_error("capacity = \"1k/s\"\nalgorithm = \"fifo\""),
         "config:4: pool[1] \"x\": algorithm: unknown algorithm \"fifo\" (one of: static, \
          uniform, uniform-share, priority, priority-share, psharing, psfa, psfa-held, adaptbf, \
-         adaptbf-bounded, adaptbf-need, set10, set10-silence, reservations, drf)"
+         adaptbf-bounded, adaptbf-need, set10, set10-silence, set10-ftio, reservations, drf)"
     );
     let cases = [
         (
