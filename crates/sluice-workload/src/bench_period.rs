@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use sluice_policy::period::{History, detect_period};
+use sluice_policy::period::{Detection, History, detect_period};
 
 /// The sampling interval of every signal timed here, seconds (the experiments' 100 ms).
 const DT: f64 = 0.1;
@@ -45,8 +45,8 @@ fn time(mut f: impl FnMut()) -> Duration {
 
 /// Times one detection on each window the controller uses (the 1,024 recent samples a
 /// [`History`] searches first, a whole fine level of 2,048, one short of a power of two),
-/// IO-SETS' frame at 100 ms (28,000 samples), and `History::detect` as `set10` runs it
-/// for a short and a long period.
+/// IO-SETS' frame at 100 ms (28,000 samples), `History::detect` as `set10` runs it for a
+/// short and a long period, and `History::detect_ftio` as `set10-ftio` runs it.
 pub fn run() -> Vec<PeriodRow> {
     let mut rows = Vec::new();
     for (n, what) in [
@@ -65,25 +65,36 @@ pub fn run() -> Vec<PeriodRow> {
             us: t.as_secs_f64() * 1e6,
         });
     }
-    // A short period settles on the fine level alone; a long one needs both.
-    for (period, on, what) in [
+    // A short period settles on the fine level alone; a long one needs both. FTIO's
+    // rule (`set10-ftio`) searches the fine level once.
+    type Detect = fn(&History, f64) -> Option<Detection>;
+    let detections: [(usize, usize, &'static str, Detect); 3] = [
         (
             19,
             2,
             "History::detect, a 1.9-s period (recent fine samples only)",
+            History::detect,
         ),
         (
             384,
             24,
             "History::detect, a 38.4-s period (all three windows)",
+            History::detect,
         ),
-    ] {
+        (
+            384,
+            24,
+            "History::detect_ftio, a 38.4-s period (FTIO's rule, the fine level)",
+            History::detect_ftio,
+        ),
+    ];
+    for (period, on, what, detect) in detections {
         let mut history = History::new();
         for s in bursts(2048 * 16, period, on) {
             history.push(s);
         }
         let t = time(|| {
-            black_box(history.detect(DT));
+            black_box(detect(&history, DT));
         });
         rows.push(PeriodRow {
             samples: 2048,
