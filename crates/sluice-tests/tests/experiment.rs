@@ -320,15 +320,17 @@ fn an_interrupted_run_leaves_no_standalone_segment() {
          [[setup]]\nname = \"Baseline\"\nalgorithm = \"none\"\n"
     );
     std::fs::write(&scenario, text).unwrap();
-    let mut runner = Command::new(sluice_bin())
-        .env("SLUICE_STAGE", common::stage_lib())
-        .args(["experiment", "run"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    // In a group of its own, killed with its jobs if the test fails before the end.
+    let mut runner = sluice_workload::harness::Process::start(
+        Command::new(sluice_bin())
+            .env("SLUICE_STAGE", common::stage_lib())
+            .args(["experiment", "run"])
+            .arg(&scenario)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .stderr(std::process::Stdio::piped()),
+    )
+    .unwrap();
     let prefix = format!("sluice.{job}.");
     let segments = || -> Vec<String> {
         std::fs::read_dir("/dev/shm")
@@ -345,11 +347,10 @@ fn an_interrupted_run_leaves_no_standalone_segment() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: kill(2) on our child, not yet reaped.
-    assert_eq!(unsafe { libc::kill(runner.id() as i32, libc::SIGINT) }, 0);
-    let status = runner.wait().unwrap();
+    runner.signal(libc::SIGINT);
+    let status = runner.child.wait().unwrap();
     let mut err = String::new();
-    std::io::Read::read_to_string(runner.stderr.as_mut().unwrap(), &mut err).unwrap();
+    std::io::Read::read_to_string(runner.child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert_eq!(segments(), Vec::<String>::new(), "left in /dev/shm");
