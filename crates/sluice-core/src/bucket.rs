@@ -88,9 +88,36 @@ pub fn reserve<C: TatCell + ?Sized>(cell: &C, limit: Limit, now: u64, cost: u64)
 /// the TAT below `now`: time already past cannot be handed out again.
 #[inline]
 pub fn refund<C: TatCell + ?Sized>(cell: &C, limit: Limit, now: u64, units: u64) {
-    let Some(back) = limit.duration_ns(units) else {
-        return;
-    };
+    if let Some(back) = limit.duration_ns(units) {
+        give_back(cell, now, back);
+    }
+}
+
+/// Corrects a reservation of `units` priced at `priced` that may have landed on a
+/// backlog already rescaled to the rate `current` (a limit change raced it: the caller
+/// read the limit, the controller changed it, then the caller reserved). Priced at a
+/// lower rate than the bucket now runs at, it holds the bucket for longer than its
+/// units take; a later return to the lower rate rescales that excess with the rest of
+/// the backlog, by the ratio of the rates. A thread preempted between its read and its
+/// reservation while the hand-over flipped a job between a 167-KB/s floor and a
+/// 64-MiB/s pool left a 16-KiB write's 98 ms on a 64-MiB/s backlog: 38 s at the floor.
+/// The excess is given back. Had the reservation landed before the rescale, it was
+/// already right and this gives back too much, but never below `now`: at most the
+/// backlog then queued, a burst and the calls waiting, is admitted early. Left unseen:
+/// a change the caller checks for before the controller's generation bump ends it (a
+/// few instructions), and a rate changed and changed back before the caller checks.
+#[inline]
+pub fn reprice<C: TatCell + ?Sized>(cell: &C, priced: Limit, current: Limit, now: u64, units: u64) {
+    if let (Some(was), Some(is)) = (priced.duration_ns(units), current.duration_ns(units))
+        && is < was
+    {
+        give_back(cell, now, was - is);
+    }
+}
+
+/// Takes `back` nanoseconds off the TAT, never below `now`.
+#[inline]
+fn give_back<C: TatCell + ?Sized>(cell: &C, now: u64, back: u64) {
     let tat = cell.tat();
     let mut cur = tat.load(Ordering::Relaxed);
     while cur > now {
@@ -156,6 +183,8 @@ pub struct LocalCache {
     units: u64,
     valid_until: u64,
     generation: u32,
+    /// The units the last [`LocalCache::refill`] reserved on the cell.
+    reserved: u64,
 }
 
 /// The longest stretch of time a thread may reserve ahead for itself.
@@ -168,7 +197,14 @@ impl LocalCache {
             units: 0,
             valid_until: 0,
             generation: 0,
+            reserved: 0,
         }
+    }
+
+    /// The units the last [`LocalCache::refill`] reserved on the shared cell: the
+    /// request's and its batch's.
+    pub fn reserved(&self) -> u64 {
+        self.reserved
     }
 
     /// Spends `cost` units from the batch, if it holds them and is fresh at `coarse_now`
@@ -254,6 +290,7 @@ impl LocalCache {
             _ => (limit.duration_ns(need + extra)?, tau - slack),
         };
         let admit_at = reserve_within(cell, inc, tau, now)?;
+        self.reserved = need + extra;
         self.units = extra;
         self.generation = generation;
         self.valid_until = admit_at.saturating_add(inc);
@@ -347,6 +384,51 @@ mod tests {
                     "rate {rate} burst {burst} cost {cost}: {within}"
                 );
             }
+        }
+    }
+
+    /// Regression (IO-SETS run 57, 2026-11-28): a thread reads a job's floor (167 KB/s),
+    /// the hand-over raises the job to its pool's 64 MiB/s, and the thread's 16-KiB
+    /// reservation lands priced at the floor on the rescaled backlog. Back at the floor,
+    /// that excess was 387 times a write's time: 38 s of backlog for one write. The
+    /// thread reprices what it reserved once it sees the change; a reservation that
+    /// landed before the rescale, and so was right, is then cut at most to now.
+    #[test]
+    fn a_reservation_raced_by_a_rate_change_is_repriced() {
+        let (floor, pool) = (
+            Limit::new(167_000, 1_670),
+            Limit::new(64 << 20, (64 << 20) / 100),
+        );
+        let cost = 16 << 10;
+        for raced in [true, false] {
+            let seg = &crate::segment::fresh();
+            let bucket = seg.bucket(0);
+            bucket.set_limit(floor, SEC);
+            let mut cache = LocalCache::new();
+            let (generation, priced) = (bucket.generation(), bucket.limit());
+            let reserve = |cache: &mut LocalCache| {
+                cache
+                    .refill(bucket, priced, generation, SEC, cost, 0)
+                    .expect("a rate");
+            };
+            if raced {
+                bucket.set_limit(pool, SEC);
+                reserve(&mut cache);
+            } else {
+                reserve(&mut cache);
+                bucket.set_limit(pool, SEC);
+            }
+            assert_ne!(bucket.generation(), generation);
+            reprice(bucket, priced, bucket.limit(), SEC, cache.reserved());
+            bucket.set_limit(floor, SEC);
+            // What is left queued, at the floor: at most the write's own time (to the
+            // rounding of two rescales), where 38 s were.
+            let queued = bucket.tat().load(Ordering::Relaxed).saturating_sub(SEC);
+            let write = floor.duration_ns(cost).expect("a rate");
+            assert!(
+                queued <= write + 1_000,
+                "raced {raced}: {queued} ns queued, a write takes {write}"
+            );
         }
     }
 

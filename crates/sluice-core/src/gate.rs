@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use crate::bucket::{LocalCache, refund, reserve};
+use crate::bucket::{LocalCache, refund, reprice, reserve};
 use crate::classify::{Compiled, Lone, Plan};
 use crate::op::Op;
 use crate::path::PlaceIdx;
@@ -325,6 +325,11 @@ impl Gate<'_> {
                 now = clock.now_ns();
                 continue;
             };
+            if bucket.generation() != generation {
+                // The limit changed between its read and the reservation (see `reprice`);
+                // this thread's own wait is rescaled below, as any sleeper's.
+                reprice(bucket, limit, bucket.limit(), now, ts.caches[i].reserved());
+            }
             // The rate `at` is expressed in. When the controller changes the rate it
             // rescales the bucket's backlog from the instant of the change; a sleeper
             // rescales what it still owes the same way, so the queue keeps its order.
