@@ -453,9 +453,9 @@ fn share_obs(s: &ShareView) -> ChannelObs {
         arrivals: s.arrivals,
         admitted: s.rate,
         wait: s.wait,
-        waiting: 0,
         demand: s.demand,
         calls: s.calls,
+        ..ChannelObs::default()
     }
 }
 

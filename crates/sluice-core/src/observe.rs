@@ -21,6 +21,13 @@ use crate::segment::{ChannelTotal, Latency, MAX_RULES, Segment};
 /// interval says only that it wants much more than it got.
 pub const MAX_DEMAND_FACTOR: f64 = 100.0;
 
+/// How long a channel's calls may stay inside the file system with nothing arriving
+/// at it before they are taken for calls that will never return. A thread cancelled or
+/// a process killed inside a call leaves that call counted as arrived and never as
+/// returned; without this bound its job would look busy for as long as it lives. 10 s
+/// is longer than a journal commit or a server's recovery holds a call.
+pub const STUCK_AFTER_NS: u64 = 10_000_000_000;
+
 /// A channel to observe: its index in the segment, and whether its unit is bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Watched {
@@ -57,6 +64,45 @@ pub struct Snapshot {
     totals: Vec<ChannelTotal>,
     /// Per thread (shard), per watched channel: units admitted and nanoseconds waited.
     threads: Vec<Vec<(u64, u64)>>,
+    /// Per watched channel: what is known of its calls inside the file system, carried
+    /// from one snapshot to the next by [`Snapshot::rates_since`].
+    inside: Vec<Inside>,
+}
+
+/// A channel's calls inside the file system as [`Snapshot::rates_since`] tracks them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Inside {
+    /// The channel's arrivals when last seen.
+    arrivals: u64,
+    /// When its arrivals last changed (ns, the snapshots' clock).
+    moved_at_ns: u64,
+    /// Calls inside that stayed there [`STUCK_AFTER_NS`] with nothing arriving: no
+    /// longer counted, until they return (the counts cannot tell which call returned:
+    /// the discount holds until none is inside).
+    stuck: u64,
+}
+
+impl Inside {
+    /// Follows the channel to `now` (read at `at_ns`) from `self` (the last snapshot's
+    /// view of it) and says how many of its calls are inside the file system and count.
+    fn follow(self, now: &ChannelTotal, at_ns: u64) -> (Inside, u64) {
+        // Threads waiting at the gate have arrived and are not admitted either. The
+        // counters are read arrivals first: a call that raced the read is missed, never
+        // counted twice.
+        let inside = now
+            .arrivals
+            .saturating_sub(now.admitted)
+            .saturating_sub(now.waiting);
+        let mut next = self;
+        if now.arrivals != self.arrivals {
+            next.arrivals = now.arrivals;
+            next.moved_at_ns = at_ns;
+        } else if at_ns.saturating_sub(self.moved_at_ns) >= STUCK_AFTER_NS {
+            next.stuck = inside;
+        }
+        next.stuck = next.stuck.min(inside);
+        (next, inside - next.stuck)
+    }
 }
 
 /// One channel over one interval, per second.
@@ -74,11 +120,30 @@ pub struct ChannelRates {
     pub waiting: u32,
     /// Estimated units the job would have issued without this channel's limit.
     pub demand: f64,
+    /// Calls inside the file system at the end of the interval: admitted, not yet
+    /// returned (calls held there [`STUCK_AFTER_NS`] with nothing arriving are left
+    /// out). A job whose every thread spent the interval inside one slow call (a
+    /// journal commit, a server's recovery) neither arrived nor waited, yet is busy.
+    #[serde(default)]
+    pub in_flight: u32,
     /// Calls admitted, for a pool that weighs its operations (whose units are cost
     /// units); 0 for any other channel, whose `admitted` says it (and in a record
     /// written before pools weighed operations).
     #[serde(default)]
     pub calls: f64,
+}
+
+impl ChannelRates {
+    /// Whether the job asked in the interval though no call of it arrived or was
+    /// admitted: its threads spent the whole interval at the gate (held at a low rate)
+    /// or inside calls (a slow file system). Its rates say nothing of it, yet it is not
+    /// idle: an algorithm that orders jobs by when they began asking (SET-10) must not
+    /// see its phase end.
+    pub fn asked_unseen(&self) -> bool {
+        self.arrivals <= 0.0
+            && self.demand <= 0.0
+            && (self.waiting > 0 || self.wait > 0.0 || self.in_flight > 0)
+    }
 }
 
 impl Snapshot {
@@ -102,6 +167,7 @@ impl Snapshot {
             at_ns,
             totals,
             threads,
+            inside: Vec::new(),
         }
     }
 
@@ -118,8 +184,9 @@ impl Snapshot {
     }
 
     /// Rates over the interval from `prev` to `self`, one per watched channel (the same
-    /// channels in the same order in both).
-    pub fn rates_since(&self, prev: &Snapshot, watched: &[Watched]) -> Vec<ChannelRates> {
+    /// channels in the same order in both). Carries forward from `prev` what it knew of
+    /// calls stuck inside the file system.
+    pub fn rates_since(&mut self, prev: &Snapshot, watched: &[Watched]) -> Vec<ChannelRates> {
         let interval = self.at_ns.saturating_sub(prev.at_ns).max(1) as f64;
         let secs = interval / 1e9;
         let mut demand = vec![0.0; watched.len()];
@@ -134,6 +201,14 @@ impl Snapshot {
                 *acc += units.saturating_sub(units0) as f64 * factor;
             }
         }
+        let at_ns = self.at_ns;
+        let (inside, in_flight): (Vec<_>, Vec<_>) = (self.totals.iter().enumerate())
+            .map(|(c, now)| {
+                let then = prev.inside.get(c).copied().unwrap_or_default();
+                then.follow(now, at_ns)
+            })
+            .unzip();
+        self.inside = inside;
         watched
             .iter()
             .enumerate()
@@ -147,6 +222,7 @@ impl Snapshot {
                     wait: now.wait_ns.saturating_sub(then.wait_ns) as f64 / interval,
                     waiting: now.waiting.min(u32::MAX as u64) as u32,
                     demand: demand[c] / secs,
+                    in_flight: in_flight[c].min(u32::MAX as u64) as u32,
                     calls: if w.weighed {
                         now.admitted.saturating_sub(then.admitted) as f64 / secs
                     } else {
@@ -199,7 +275,7 @@ mod tests {
             c.arrivals.store(admitted, Ordering::Relaxed);
             c.wait_ns.store(wait_ns, Ordering::Relaxed);
         }
-        let after = Snapshot::take(seg, &watched, 1_000_000_000);
+        let mut after = Snapshot::take(seg, &watched, 1_000_000_000);
         let r = after.rates_since(&before, &watched)[0];
         assert_eq!(r.admitted, 1800.0);
         assert_eq!(r.arrivals, 1800.0);
@@ -244,12 +320,12 @@ mod tests {
         let t0 = Snapshot::take(seg, &watched, 0);
         // 10 calls of 4 KiB admitted, 6 more waiting at the gate.
         count(16, 10, 40_960);
-        let t1 = Snapshot::take(seg, &watched, 1_000_000_000);
+        let mut t1 = Snapshot::take(seg, &watched, 1_000_000_000);
         let r = t1.rates_since(&t0, &watched)[0];
         assert_eq!((r.admitted, r.arrivals), (40_960.0, 16.0 * 4096.0));
         // Four calls arrive, none is admitted: still 4 KiB each.
         count(4, 0, 0);
-        let t2 = Snapshot::take(seg, &watched, 2_000_000_000);
+        let mut t2 = Snapshot::take(seg, &watched, 2_000_000_000);
         let r = t2.rates_since(&t1, &watched)[0];
         assert_eq!((r.admitted, r.arrivals), (0.0, 4.0 * 4096.0));
     }
@@ -282,5 +358,50 @@ mod tests {
         let r = Snapshot::take(seg, &watched, 1_000_000_000).rates_since(&before, &watched);
         assert!((r[0].demand - 800.0).abs() < 1e-6, "{}", r[0].demand);
         assert!((r[1].demand - 400.0).abs() < 1e-6, "{}", r[1].demand);
+    }
+
+    /// A thread inside a slow call for whole intervals keeps its job busy; one left
+    /// inside a call [`STUCK_AFTER_NS`] with nothing arriving (its thread cancelled, say)
+    /// stops counting, until the job's other calls come and go.
+    #[test]
+    fn calls_inside_the_file_system_count_until_they_look_stuck() {
+        let seg = &fresh();
+        let watched = [Watched {
+            index: 66,
+            bytes: true,
+            weighed: false,
+        }];
+        let shard = seg.shard(seg.next_shard());
+        let c = &shard.channels[66];
+        let mut prev = Snapshot::take(seg, &watched, 0);
+        let mut at = |s: u64| {
+            let mut now = Snapshot::take(seg, &watched, s * 1_000_000_000);
+            let r = now.rates_since(&prev, &watched)[0];
+            prev = now;
+            r.in_flight
+        };
+        // Three calls arrive: one returns, one waits at the gate, one is inside.
+        c.arrivals.store(3, Ordering::Relaxed);
+        c.admitted.store(1, Ordering::Relaxed);
+        c.waiting.store(1, Ordering::Relaxed);
+        assert_eq!(at(1), 1);
+        // The waiting one goes in too; nothing arrives for 9 s: both count.
+        c.waiting.store(0, Ordering::Relaxed);
+        assert_eq!(at(2), 2);
+        assert_eq!(at(10), 2);
+        // 10 s with nothing arriving: taken for stuck.
+        assert_eq!(at(11), 0);
+        // The job goes on: its new call counts, the two stuck ones do not.
+        c.arrivals.store(4, Ordering::Relaxed);
+        assert_eq!(at(12), 1);
+        // One of the stuck calls and the new one return: nothing is inside that counts.
+        c.admitted.store(3, Ordering::Relaxed);
+        assert_eq!(at(13), 0);
+        // The other stuck call returns: nothing is left to discount, and a new call
+        // inside counts at once.
+        c.admitted.store(4, Ordering::Relaxed);
+        assert_eq!(at(14), 0);
+        c.arrivals.store(5, Ordering::Relaxed);
+        assert_eq!(at(15), 1);
     }
 }

@@ -776,3 +776,68 @@ fn a_pool_learns_its_costs_from_its_servers_latencies() {
     );
     assert!(job.wait().unwrap().success());
 }
+
+/// A job whose one call sits inside the file system for intervals on end (`dd` writing
+/// 1 MiB into a FIFO nobody reads yet: the kernel takes 64 KiB and holds the call)
+/// neither arrives nor waits at its gate, yet asks: the local sees it ask (its demand
+/// is the rate it holds, not 0), so that SET-10 does not end its phase. Once the write
+/// returned and the job only sleeps, it is seen idle again.
+#[test]
+fn a_job_inside_a_slow_call_is_seen_asking() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = daemon_dir();
+    let config = "interval = \"100ms\"\n\n[[pool]]\nname = \"data\"\nmatch = \"op=write\"\n\
+                  capacity = \"100MiB/s\"\nalgorithm = \"set10\"\n";
+    let local = Local::start(dir.path(), config, &["--node", "n1"], None);
+    let s = Scratch::new();
+    let fifo = s.path("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    // Opened first without blocking, so that dd's open for writing returns at once.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("the FIFO opens for reading");
+    let script = "dd if=/dev/zero of=\"$0\" bs=1M count=1 2>/dev/null && sleep 3";
+    let mut job = local.job(
+        "J",
+        &["--mount", &path_str(s.dir.path())],
+        &["sh", "-c", script, &fifo],
+    );
+    let demand = || share(&local.jobs(), "J", "data").map_or(0.0, |s| s.2);
+    // The job's write is held after its first 64 KiB; a second on, its gate has seen
+    // nothing for ten intervals.
+    let mut first = [0u8; 1];
+    let wrote = wait_for(Duration::from_secs(10), || {
+        matches!(reader.read(&mut first), Ok(1))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let inside = local.jobs();
+    let asking = share(&inside, "J", "data").map_or(0.0, |s| s.2);
+    // Drain the FIFO: the write returns, dd exits, the job sleeps.
+    let mut buf = vec![0u8; 1 << 16];
+    let mut drained = 1;
+    let drain = wait_for(Duration::from_secs(10), || match reader.read(&mut buf) {
+        Ok(0) => true,
+        Ok(n) => {
+            drained += n;
+            false
+        }
+        Err(_) => false,
+    });
+    let idle = wait_for(Duration::from_secs(2), || demand() == 0.0);
+    assert!(job.wait().unwrap().success());
+    assert!(
+        wrote && drain,
+        "dd wrote {drained} bytes into the FIFO, not 1 MiB"
+    );
+    assert_eq!(drained, 1 << 20);
+    assert!(
+        asking > 0.0,
+        "a job inside its write for a second should be seen asking: {inside}"
+    );
+    assert!(idle, "the job sleeps, yet is seen asking: {}", local.jobs());
+}

@@ -735,10 +735,8 @@ pub(crate) fn node_job(job: &str, demand: f64) -> NodeJob {
     let obs = ChannelObs {
         arrivals: demand,
         admitted: demand,
-        wait: 0.0,
-        waiting: 0,
         demand,
-        calls: 0.0,
+        ..ChannelObs::default()
     };
     NodeJob {
         job: job.to_owned(),

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use sluice_core::observe::MAX_DEMAND_FACTOR;
 use sluice_core::segment::Latency;
 use sluice_policy::tree::{Attr, JobAttrs, Shares};
 use sluice_policy::{Estimator, JobField, Observation, Round};
@@ -633,19 +634,27 @@ fn demand(obs: &ChannelObs) -> f64 {
     obs.demand.max(obs.arrivals)
 }
 
-/// A job's demand on one node as the round reads it: [`demand`], and for a job whose
-/// calls wait at its gate but that neither arrived nor was admitted in the interval
-/// (each of its threads held the whole interval at a low rate), the rate it was held to
+/// A job's demand on one node as the round reads it: [`demand`], and for a job that
+/// asked unseen ([`ChannelObs::asked_unseen`]), a figure from the rate it was held to
 /// (`pushed`; one unit per second before any was). Such a job asks: an algorithm that
 /// orders jobs by when they began asking (SET-10) would otherwise see it idle, start
 /// its phase afresh when it next passes a call, and put it behind jobs that began after
-/// it.
+/// it. Held at its gate the whole interval, it wants what the wait-inflated estimate
+/// says of a thread that waited all of one, [`MAX_DEMAND_FACTOR`] times the rate it
+/// got: the same figure it reports in an interval where one call passes. Read as only
+/// the rate it was held to, a job held at a floor stayed there, given no more than
+/// that even at the head of its SET-10 set, for as long as its calls waited. Inside
+/// slow calls only, it wants the rate it holds.
 fn queued_demand(obs: &ChannelObs, pushed: Option<f64>) -> f64 {
-    let demand = demand(obs);
-    if demand > 0.0 || (obs.waiting == 0 && obs.wait <= 0.0) {
-        return demand;
+    if !obs.asked_unseen() {
+        return demand(obs);
     }
-    pushed.unwrap_or(1.0).max(1.0)
+    let held = pushed.unwrap_or(1.0).max(1.0);
+    if obs.waiting > 0 || obs.wait > 0.0 {
+        held * MAX_DEMAND_FACTOR
+    } else {
+        held
+    }
 }
 
 /// `f + algorithm(max(C − H − F, 0))` for every job of the pool's round (or the tree's

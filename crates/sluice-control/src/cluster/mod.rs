@@ -191,7 +191,7 @@ macro_rules! same_fields {
 }
 
 same_fields!(both ChannelObs, crate::proto::ChannelObs:
-    arrivals, admitted, wait, waiting, demand, calls);
+    arrivals, admitted, wait, waiting, demand, calls, in_flight);
 // A job's period travels beside its shares (JobView::periods).
 same_fields!(ShareView => crate::proto::PoolShare:
     allocation, rate, demand, limit, weight, wait, arrivals, calls; period: None);

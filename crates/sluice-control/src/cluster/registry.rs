@@ -383,6 +383,7 @@ fn sanitize(obs: ChannelObs) -> ChannelObs {
         admitted: rate(obs.admitted),
         wait: rate(obs.wait),
         waiting: obs.waiting,
+        in_flight: obs.in_flight,
         demand: rate(obs.demand),
         calls: rate(obs.calls),
     }

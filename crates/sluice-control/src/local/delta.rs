@@ -60,14 +60,17 @@ fn holds(sent: &NodeJob, now: &NodeJob) -> bool {
             .all(|((p, a), (q, b))| p == q && close(a, b))
 }
 
-/// Rates within [`TOLERANCE`] of each other. Threads waiting now is left out: it flips
-/// between 0 and a few every interval for a throttled job, and no algorithm uses it.
+/// Rates within [`TOLERANCE`] of each other, and the same word on whether the job
+/// asked unseen. Threads waiting and calls inside the file system now are left out:
+/// they flip between 0 and a few every interval for a busy job, and the round reads
+/// them only to tell a job that asked unseen from an idle one.
 fn close(a: &ChannelObs, b: &ChannelObs) -> bool {
     let near = |x: f64, y: f64| (x - y).abs() <= TOLERANCE * x.abs().max(y.abs());
     near(a.arrivals, b.arrivals)
         && near(a.admitted, b.admitted)
         && near(a.wait, b.wait)
         && near(a.demand, b.demand)
+        && a.asked_unseen() == b.asked_unseen()
 }
 
 #[cfg(test)]
@@ -135,6 +138,22 @@ mod tests {
         });
         assert_eq!(kept(&mut d, vec![refused.clone()], false), ["a"]);
         assert!(kept(&mut d, vec![refused], false).is_empty());
+    }
+
+    /// A job whose one call sat inside the file system for intervals on end, then
+    /// returned: the global hears both that it asked unseen and that it stopped, though
+    /// every rate read 0 throughout.
+    #[test]
+    fn a_job_that_asks_unseen_or_stops_asking_is_sent() {
+        let mut d = Deltas::default();
+        kept(&mut d, vec![job("a", 0.0, 1)], false);
+        let mut inside = job("a", 0.0, 1);
+        inside.pools.get_mut("md").expect("its pool").in_flight = 1;
+        assert_eq!(kept(&mut d, vec![inside.clone()], false), ["a"]);
+        // Two calls inside now, still unseen: nothing new for the global.
+        inside.pools.get_mut("md").expect("its pool").in_flight = 2;
+        assert!(kept(&mut d, vec![inside], false).is_empty());
+        assert_eq!(kept(&mut d, vec![job("a", 0.0, 1)], false), ["a"]);
     }
 
     #[test]

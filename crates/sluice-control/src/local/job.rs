@@ -449,8 +449,8 @@ impl LocalJob {
         };
         let now = snapshot(segment, &self.watched);
         let prev = std::mem::replace(&mut self.last, now);
+        let rates = self.last.rates_since(&prev, &self.watched);
         let now = &self.last;
-        let rates = now.rates_since(&prev, &self.watched);
         let mut seen = JobObs::default();
         for (c, (channel, obs)) in self.channels.iter().zip(rates).enumerate() {
             match channel {
