@@ -140,9 +140,13 @@ impl ChannelRates {
     /// idle: an algorithm that orders jobs by when they began asking (SET-10) must not
     /// see its phase end.
     pub fn asked_unseen(&self) -> bool {
-        self.arrivals <= 0.0
-            && self.demand <= 0.0
-            && (self.waiting > 0 || self.wait > 0.0 || self.in_flight > 0)
+        self.arrivals <= 0.0 && self.demand <= 0.0 && (self.waited() || self.in_flight > 0)
+    }
+
+    /// Whether a thread of the job waited at the gate in the interval or waits at its
+    /// end.
+    pub fn waited(&self) -> bool {
+        self.waiting > 0 || self.wait > 0.0
     }
 }
 

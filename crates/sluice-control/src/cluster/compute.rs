@@ -650,7 +650,7 @@ fn queued_demand(obs: &ChannelObs, pushed: Option<f64>) -> f64 {
         return demand(obs);
     }
     let held = pushed.unwrap_or(1.0).max(1.0);
-    if obs.waiting > 0 || obs.wait > 0.0 {
+    if obs.waited() {
         held * MAX_DEMAND_FACTOR
     } else {
         held
