@@ -67,13 +67,13 @@ bench: build
 ## The published experiments, reproduced (docs/experiments.md): PADLL's Fig. 6 (limits
 ## stepped with `sluice rule change`, about 2.5 minutes: experiments/fig6/), then every
 ## scenario under experiments/scenarios/, its figures written beside it under
-## experiments/NAME/. IO-SETS (32 minutes, all of it time its jobs spend computing or
+## experiments/NAME/. IO-SETS (38 minutes, all of it time its jobs spend computing or
 ## held to a 64 MiB/s device) runs beside the metadata ones (PADLL §5.3 and the real
 ## applications, 25 minutes on tmpfs), its output in experiments/iosets/run.log; then the
 ## other bandwidth ones (sdqos-*, adaptbf-*: about 7 minutes), alone, AdapTBF's last.
 ## The bandwidth ones make a throttled loop-device file system and need root.
-## Timed whole: 41.5 minutes on 2 cores (docs/experiments.md). SERIAL=1 runs every
-## scenario one after another (about 67 minutes).
+## Timed whole: 47.5 minutes on 2 cores (docs/experiments.md). SERIAL=1 runs every
+## scenario one after another (about 72 minutes).
 EXPERIMENT_BW := $(filter experiments/scenarios/sdqos-%,$(wildcard experiments/scenarios/*.toml)) \
 	$(wildcard experiments/scenarios/adaptbf-*.toml)
 EXPERIMENT_MD := $(filter-out $(EXPERIMENT_BW) experiments/scenarios/iosets.toml,$(wildcard experiments/scenarios/*.toml))
