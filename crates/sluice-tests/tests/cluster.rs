@@ -31,6 +31,13 @@ const GLOBAL_CONFIG: &str = "interval = \"500ms\"\n\n[[pool]]\nname = \"md\"\n\
 /// so B's share approaches 2k/s from below), A's combined rate holds its allocation
 /// within 3% and the pool is never exceeded by more than its bursts (and, while shares
 /// move, 1% of what moved).
+///
+/// After convergence every round is Algorithm 1 applied to what the nodes reported: B
+/// is given usage_B + ¼(2k − usage_B) (lines 5–7) and A the rest of the pool. B's
+/// usage is the rate it was admitted at, so a half-second in which its process ran
+/// less (CI, 2026-11-29: a report of about 1892/s, so B 1919/s and A 6081/s) moves
+/// both shares by ¾ of the dip; each round is checked against that equation rather
+/// than against 6000/s.
 #[test]
 fn a_job_on_two_nodes_holds_its_allocation() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -62,8 +69,13 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     // estimated from them.
     std::thread::sleep(Duration::from_millis(500));
     let window = monotonic_ns();
-    std::thread::sleep(Duration::from_millis(1000));
-    let view = c.jobs();
+    // The rounds of the next second, as the nodes see them (a view every 100 ms).
+    let mut views = Vec::new();
+    while monotonic_ns() < window + SEC {
+        views.push(c.jobs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let view = views.last().cloned().unwrap_or_else(|| c.jobs());
     for j in &mut jobs {
         assert!(j.wait().unwrap().success());
     }
@@ -77,7 +89,11 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
     all.sort_unstable();
     let (most_settled, most) = assert_pool_held(&all, window, 8_000, 3);
-    let alloc_a = allocation_a(&view);
+    let shares: Vec<_> = views
+        .iter()
+        .map(|v| (share(v, "A", "md"), share(v, "B", "md")))
+        .collect();
+    let alloc_a = views.iter().map(allocation_a).sum::<f64>() / views.len() as f64;
     let nodes = view["jobs"]
         .as_array()
         .unwrap()
@@ -100,13 +116,25 @@ fn a_job_on_two_nodes_holds_its_allocation() {
         converged,
         "A's allocation never came within 60/s of 6000/s (8k − B's 2k) in 8 s: {view}"
     );
+    for (a, b) in &shares {
+        let (Some((alloc_a, ..)), Some((alloc_b, usage_b, _))) = (a, b) else {
+            panic!("A or B without a share in md: {shares:?}");
+        };
+        let psfa_b = if *usage_b <= 2000.0 {
+            usage_b + (2000.0 - usage_b) * 0.25
+        } else {
+            2000.0
+        };
+        assert!(
+            (alloc_b - psfa_b).abs() <= 0.5 && (alloc_a + alloc_b - 8000.0).abs() <= 0.5,
+            "B admitted at {usage_b:.1}/s: Algorithm 1 gives it {psfa_b:.1}/s and A \
+             {:.1}/s, the round gave B {alloc_b:.1}/s and A {alloc_a:.1}/s",
+            8000.0 - psfa_b
+        );
+    }
     assert!(
         (got - alloc_a).abs() <= alloc_a * 0.03,
         "A: {got:.0}/s vs allocation {alloc_a:.0}/s"
-    );
-    assert!(
-        (alloc_a - 6000.0).abs() <= 60.0,
-        "A's allocation {alloc_a:.0}/s, expected 6000 (8k − B's 2k)"
     );
     // A job's first rates come with the first cycle after it starts, on every node:
     // until then it runs at its floor (1% of the pool, 80/s, 100 calls in 1.25 s).
