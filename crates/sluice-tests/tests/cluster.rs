@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::daemons::{self, Local, daemon_dir};
 use common::daemons::{
-    assert_pool_held, busiest_second, call_times, has_file_starting, monotonic_ns, rate_between,
-    share, wait_for,
+    assert_pool_held, busiest_second, call_times, has_file_starting, longest_pauses, monotonic_ns,
+    rate_between, share, wait_for,
 };
 use common::net::{Cluster, start_global};
 use common::{Scratch, c_prog, path_str, tmp_dir};
@@ -134,7 +134,8 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     }
     assert!(
         (got - alloc_a).abs() <= alloc_a * 0.03,
-        "A: {got:.0}/s vs allocation {alloc_a:.0}/s"
+        "A: {got:.0}/s vs allocation {alloc_a:.0}/s; its longest pauses: {}",
+        longest_pauses(&a, window, window + 3 * SEC, 5)
     );
     // A job's first rates come with the first cycle after it starts, on every node:
     // until then it runs at its floor (1% of the pool, 80/s, 100 calls in 1.25 s).

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::daemons::{
-    Daemon, Local, busiest_second, call_times, daemon_dir, free_port, monotonic_ns, rate_between,
-    share, wait_for,
+    Daemon, Local, busiest_second, call_times, daemon_dir, free_port, longest_pauses, monotonic_ns,
+    rate_between, share, wait_for,
 };
 use common::net::{Net, start_global_with, wait_global};
 use common::{Scratch, c_prog, ok, path_str, tmp_dir};
@@ -81,7 +81,8 @@ fn assert_rate(what: &str, times: &[u64], from: u64, to: u64, want: f64) -> f64 
     eprintln!("{what}: {got:.0}/s, busiest second {most:.0}");
     assert!(
         (got - want).abs() <= want * 0.05,
-        "{what}: {got:.0}/s, expected {want}/s"
+        "{what}: {got:.0}/s, expected {want}/s; its longest pauses: {}",
+        longest_pauses(times, from, to, 5)
     );
     assert!(
         most <= want * 1.02 + 1.0,

@@ -398,6 +398,32 @@ pub fn assert_getattr_held(times: &[u64], stats: &Stats, mode: &str) -> f64 {
     rate
 }
 
+/// The `n` longest pauses between consecutive calls of `times` (sorted, ns) within
+/// [from, to), as "12.3 ms at +456 ms" (from `from`): a rate short of its limit because
+/// of one long pause is its caller not running (a bucket gives back at most its burst),
+/// one short throughout is the bucket's rate.
+pub fn longest_pauses(times: &[u64], from: u64, to: u64, n: usize) -> String {
+    let inside: Vec<u64> = times
+        .iter()
+        .copied()
+        .filter(|&t| t >= from && t < to)
+        .collect();
+    let mut pauses: Vec<(u64, u64)> = inside.windows(2).map(|p| (p[1] - p[0], p[0])).collect();
+    pauses.sort_unstable_by(|a, b| b.cmp(a));
+    let shown: Vec<String> = pauses
+        .iter()
+        .take(n)
+        .map(|&(pause, at)| {
+            format!(
+                "{:.1} ms at +{} ms",
+                pause as f64 / 1e6,
+                (at - from) / 1_000_000
+            )
+        })
+        .collect();
+    shown.join(", ")
+}
+
 /// The most calls within any one-second window.
 pub fn busiest_second(times: &[u64]) -> usize {
     let mut end = 0;
