@@ -70,12 +70,12 @@ fn a_job_on_two_nodes_holds_its_allocation() {
     std::thread::sleep(Duration::from_millis(500));
     let window = monotonic_ns();
     // The rounds of the next second, as the nodes see them (a view every 100 ms).
-    let mut views = Vec::new();
+    let mut views = vec![c.jobs()];
     while monotonic_ns() < window + SEC {
-        views.push(c.jobs());
         std::thread::sleep(Duration::from_millis(100));
+        views.push(c.jobs());
     }
-    let view = views.last().cloned().unwrap_or_else(|| c.jobs());
+    let view = &views[views.len() - 1];
     for j in &mut jobs {
         assert!(j.wait().unwrap().success());
     }

@@ -403,11 +403,7 @@ pub fn assert_getattr_held(times: &[u64], stats: &Stats, mode: &str) -> f64 {
 /// of one long pause is its caller not running (a bucket gives back at most its burst),
 /// one short throughout is the bucket's rate.
 pub fn longest_pauses(times: &[u64], from: u64, to: u64, n: usize) -> String {
-    let inside: Vec<u64> = times
-        .iter()
-        .copied()
-        .filter(|&t| t >= from && t < to)
-        .collect();
+    let inside = &times[times.partition_point(|&t| t < from)..times.partition_point(|&t| t < to)];
     let mut pauses: Vec<(u64, u64)> = inside.windows(2).map(|p| (p[1] - p[0], p[0])).collect();
     pauses.sort_unstable_by(|a, b| b.cmp(a));
     let shown: Vec<String> = pauses
