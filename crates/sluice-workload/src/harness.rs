@@ -172,12 +172,72 @@ impl Drop for Processes {
     }
 }
 
-/// A TCP port of 127.0.0.1 free a moment ago: the kernel's choice, released for a daemon
-/// to bind.
+/// A TCP port of 127.0.0.1 free a moment ago, released for a daemon to bind.
+///
+/// It is taken outside the kernel's ephemeral range (`ip_local_port_range`): a port the
+/// kernel chose (bind to port 0) is one it also gives outgoing connections as their source
+/// port, and one of those (a client probing another daemon, that daemon's own connection
+/// to its database) could take it between this choice and the daemon's bind. Calls in one
+/// process walk the range from a start drawn per process, so none repeats another's port.
 pub fn free_port() -> io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    static CURSOR: std::sync::OnceLock<std::sync::atomic::AtomicU32> = std::sync::OnceLock::new();
+    let ranges = ports_outside(ephemeral_range());
+    let span: u32 = ranges.iter().map(|r| u32::from(r.end - r.start)).sum();
+    if span == 0 {
+        return Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port());
+    }
+    let cursor = CURSOR.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        std::sync::atomic::AtomicU32::new(std::process::id().wrapping_mul(2_654_435_761) ^ nanos)
+    });
+    for _ in 0..span.min(4096) {
+        let mut at = cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % span;
+        let port = ranges
+            .iter()
+            .find_map(|r| {
+                let len = u32::from(r.end - r.start);
+                if at < len {
+                    Some(r.start + at as u16)
+                } else {
+                    at -= len;
+                    None
+                }
+            })
+            .expect("at < span");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        "no free port of 127.0.0.1 outside the ephemeral range",
+    ))
+}
+
+/// The kernel's range of ports for outgoing connections (Linux's default when unreadable).
+fn ephemeral_range() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(str::parse::<u16>);
+            Some((it.next()?.ok()?, it.next()?.ok()?))
+        })
+        .unwrap_or((32768, 60999))
+}
+
+/// The unprivileged ports below and above `(low, high)`, inclusive bounds.
+fn ports_outside((low, high): (u16, u16)) -> Vec<std::ops::Range<u16>> {
+    [
+        1024..low.max(1024),
+        high.saturating_add(1).max(1024)..u16::MAX,
+    ]
+    .into_iter()
+    .filter(|r| r.start < r.end)
+    .collect()
 }
 
 /// A new directory `PREFIX.XXXXXX` under `parent` (the system's temporary directory when
@@ -417,5 +477,33 @@ fn not_ready(what: &str, limit: Duration, procs: &[&Process]) -> HarnessError {
         what: what.to_owned(),
         limit,
         logs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_outside_the_ephemeral_range_and_never_repeat() {
+        let (low, high) = ephemeral_range();
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        for p in &ports {
+            assert!(*p >= 1024 && (*p < low || *p > high), "{p} in {low}-{high}");
+        }
+        let mut distinct = ports.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ports.len());
+    }
+
+    #[test]
+    fn the_ports_outside_a_range_leave_out_the_privileged_ones() {
+        assert_eq!(
+            ports_outside((32768, 60999)),
+            vec![1024..32768, 61000..u16::MAX]
+        );
+        assert_eq!(ports_outside((1024, 65535)), vec![]);
+        assert_eq!(ports_outside((500, 40000)), vec![40001..u16::MAX]);
     }
 }
