@@ -11,6 +11,7 @@ use std::io;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
@@ -180,9 +181,9 @@ impl Drop for Processes {
 /// to its database) could take it between this choice and the daemon's bind. Calls in one
 /// process walk the range from a start drawn per process, so none repeats another's port.
 pub fn free_port() -> io::Result<u16> {
-    static CURSOR: std::sync::OnceLock<std::sync::atomic::AtomicU32> = std::sync::OnceLock::new();
+    static CURSOR: std::sync::OnceLock<AtomicUsize> = std::sync::OnceLock::new();
     let ranges = ports_outside(ephemeral_range());
-    let span: u32 = ranges.iter().map(|r| u32::from(r.end - r.start)).sum();
+    let span: usize = ranges.iter().map(ExactSizeIterator::len).sum();
     if span == 0 {
         return Ok(std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
@@ -192,21 +193,14 @@ pub fn free_port() -> io::Result<u16> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        std::sync::atomic::AtomicU32::new(std::process::id().wrapping_mul(2_654_435_761) ^ nanos)
+        AtomicUsize::new((std::process::id().wrapping_mul(2_654_435_761) ^ nanos) as usize)
     });
     for _ in 0..span.min(4096) {
-        let mut at = cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % span;
+        let at = cursor.fetch_add(1, Ordering::Relaxed) % span;
         let port = ranges
             .iter()
-            .find_map(|r| {
-                let len = u32::from(r.end - r.start);
-                if at < len {
-                    Some(r.start + at as u16)
-                } else {
-                    at -= len;
-                    None
-                }
-            })
+            .flat_map(Clone::clone)
+            .nth(at)
             .expect("at < span");
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return Ok(port);
